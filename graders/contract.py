@@ -1,0 +1,78 @@
+"""Chapters and contracts, read from the two files people edit.
+
+`chapters.toml` says which chapters exist (id, title, maturity, state, and the
+notebooks of each strand); `contracts.toml` says what each maturity level owes.
+Nothing here decides whether an item counts: that is `verify`'s job.
+"""
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+STRANDS = ("basics", "concept", "theory", "mathematics", "practice")
+
+
+def course_root() -> Path:
+    """The course directory: $CHAPTER_ROOT, else the checkout holding this package."""
+    return Path(os.environ.get("CHAPTER_ROOT") or Path(__file__).resolve().parents[1])
+
+
+@dataclass(frozen=True)
+class Chapter:
+    id: str
+    title: str
+    maturity: str
+    state: str
+    strands: dict[str, tuple[str, ...]]   # strand -> ("assignment/notebook", ...)
+
+    @property
+    def notebooks(self) -> list[str]:
+        return [nb for strand in STRANDS for nb in self.strands.get(strand, ())]
+
+
+def load_chapters(root: Path | None = None) -> list[Chapter]:
+    data = tomllib.loads(((root or course_root()) / "chapters.toml").read_text())
+    chapters = []
+    for entry in data.get("chapter", []):
+        if entry.get("state") not in ("draft", "published"):
+            raise ValueError(f"chapter {entry.get('id')}: state must be draft or published")
+        strands = {s: tuple(entry.get("strands", {}).get(s, ())) for s in STRANDS}
+        chapters.append(Chapter(entry["id"], entry["title"], entry["maturity"], entry["state"], strands))
+    return chapters
+
+
+def find_chapter(chapter_id: str, root: Path | None = None) -> Chapter:
+    for chapter in load_chapters(root):
+        if chapter.id == chapter_id:
+            return chapter
+    raise KeyError(f"no chapter {chapter_id!r} in chapters.toml")
+
+
+def load_contracts(root: Path | None = None) -> dict:
+    return tomllib.loads(((root or course_root()) / "contracts.toml").read_text())
+
+
+def chapter_order(root: Path | None = None) -> list[str]:
+    """Item ids (notebook names) of every chapter, in the order the chapters file lists them."""
+    try:
+        chapters = load_chapters(root)
+    except FileNotFoundError:
+        return []
+    return [nb.split("/")[-1] for chapter in chapters for nb in chapter.notebooks]
+
+
+def set_state(chapter_id: str, state: str, root: Path | None = None) -> None:
+    """Rewrite the `state` line of one chapter in chapters.toml, keeping the rest as written."""
+    path = (root or course_root()) / "chapters.toml"
+    lines, current = path.read_text().splitlines(keepends=True), None
+    for i, text in enumerate(lines):
+        stripped = text.strip()
+        if stripped.startswith("id ="):
+            current = tomllib.loads(stripped)["id"]
+        elif stripped.startswith("state =") and current == chapter_id:
+            lines[i] = f'state = "{state}"\n'
+            path.write_text("".join(lines))
+            return
+    raise KeyError(f"no chapter {chapter_id!r} with a state line in chapters.toml")

@@ -1,0 +1,46 @@
+"""Outcomes of single checks, a problem's result, and the lines students read.
+
+A feedback line names the check (the answer key) and what went wrong, and,
+when a declared mistake reproduces the student's answer, what the mistake
+probably was. It never contains the reference value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PASS, FAIL, INVALID, UNDECIDED = "pass", "fail", "invalid", "undecided"
+_MARK = {PASS: "✓", FAIL: "✗", INVALID: "✗", UNDECIDED: "?"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The verdict of one check on one answer key."""
+    status: str
+    reason: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
+
+
+@dataclass
+class Result:
+    """What `Problem.grade` returns: r.score, r.max_score, r.feedback."""
+    score: float = 0.0
+    max_score: float = 0.0
+    feedback: list[str] = field(default_factory=list)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+
+    @property
+    def full_marks(self) -> bool:
+        return self.max_score > 0 and abs(self.score - self.max_score) < 1e-9
+
+
+def line(key: str, outcome: Outcome, mistake_feedback: str | None = None) -> str:
+    """One feedback line for `key`."""
+    if outcome.passed:
+        return f"{_MARK[PASS]} {key}: correct"
+    text = f"{_MARK[outcome.status]} {key}: {outcome.reason}"
+    if mistake_feedback:
+        text += f" Likely mistake: {mistake_feedback}"
+    return text

@@ -1,0 +1,99 @@
+"""A graded item: its parameters, reference solution, checks and declared mistakes.
+
+Each problem module in `graders.problems` defines one subclass of `Problem`
+and an instance named PROBLEM. The notebook `source/<assignment>/<id>.ipynb`
+holds the teaching; the class holds everything the grade depends on.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from . import transport
+from .feedback import FAIL, INVALID, Outcome, Result, line
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A common mistake: the answers it produces and the feedback it earns."""
+    name: str
+    feedback: str
+    wrong: Callable[[dict], dict]   # params -> {key: the wrong answer this mistake gives}
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A student function called on hidden inputs; its outputs are the answer."""
+    function: str
+    calls: list            # one list of JSON-able arguments per call
+
+
+class Problem:
+    id: str = ""
+    title: str = ""
+    strand: str = "mathematics"
+    kind: str = "exercise"       # "worked" | "exercise" | "basics" | ...
+    assignment: str = ""         # the nbgrader assignment holding the notebook
+    symbols: tuple[str, ...] = ()
+    variants: dict[str, dict] = {}
+    checks: dict = {}            # answer key -> check (numeric.Number, symbolic.Expr, ...)
+    cells: dict[str, tuple[str, ...]] = {}   # hidden-test cell grade_id -> its keys
+    mistakes: tuple[Mistake, ...] = ()
+
+    # --- to be written by each problem -------------------------------------
+    def solve(self, params: dict) -> dict:
+        """The reference answers for `params`, keyed like the answers."""
+        raise NotImplementedError
+
+    def probes(self, params: dict) -> dict[str, Probe]:
+        """Student functions to call on hidden inputs, by answer key (none by default)."""
+        return {}
+
+    # --- shared ---------------------------------------------------------------
+    def points(self, keys=None) -> float:
+        return float(sum(self.checks[k].points for k in (keys or self.checks)))
+
+    def grade(self, params: dict, answers: dict, keys=None) -> Result:
+        """Score `answers` for `params`; never raises on a bad answer.
+
+        `keys` restricts grading to some answer keys (one hidden-test cell).
+        """
+        keys = list(keys or self.checks)
+        if not isinstance(answers, dict):
+            answers = {}
+        reference = self.solve(params)
+        result = Result(max_score=self.points(keys))
+        wrong_answers = None
+        for key in keys:
+            check = self.checks[key]
+            if key not in answers:
+                outcome = Outcome(INVALID, f"is missing; assign `{key} = ...` in an answer cell.")
+            else:
+                try:
+                    outcome = check.judge(reference[key], transport.encode(answers[key]))
+                except Exception as exc:  # noqa: BLE001 - a bad answer must never crash grading
+                    outcome = Outcome(INVALID, f"could not be checked ({type(exc).__name__}).")
+            hint = None
+            if outcome.status == FAIL:
+                if wrong_answers is None:
+                    wrong_answers = [(m, m.wrong(params)) for m in self.mistakes]
+                hint = self._diagnose(key, check, answers[key], wrong_answers)
+            if outcome.passed:
+                result.score += check.points
+            result.outcomes[key] = outcome
+            result.feedback.append(line(key, outcome, hint))
+        return result
+
+    @staticmethod
+    def _diagnose(key, check, answer, wrong_answers):
+        for mistake, wrong in wrong_answers:
+            if key in wrong:
+                try:
+                    if check.judge(wrong[key], transport.encode(answer)).passed:
+                        return mistake.feedback
+                except Exception:  # noqa: BLE001
+                    continue
+        return None
+
+    def __repr__(self) -> str:
+        return f"<Problem {self.id}: {self.title}>"

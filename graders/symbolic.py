@@ -1,0 +1,249 @@
+"""Symbolic answers: safe reading, and equality decided as mathematics.
+
+Student expressions reach the grader as sympy's `srepr` text, e.g.
+``Mul(Integer(16), Symbol('N'))``. That text is untrusted, so it is read by
+walking its Python syntax tree against a whitelist of sympy constructors;
+nothing is passed to `eval`, `sympify` or `parse_expr`. Expressions are built
+unevaluated, so that no arithmetic happens outside a time bound.
+
+Equality is decided in a bounded child process, in two layers:
+1. sampling: both sides are evaluated to 30 digits at random positive points;
+   any disagreement proves the expressions differ (this catches an expression
+   that agrees with the reference at one point only);
+2. proof: for exact expressions, sympy must show that the difference is zero.
+   Expressions containing floating-point constants (fitted exponents, say)
+   cannot be proved equal exactly; they are accepted when they agree to a
+   relative tolerance at every sampled point.
+A comparison that times out, or that sampling cannot refute but sympy cannot
+prove, is reported as undecided, never as right.
+"""
+from __future__ import annotations
+
+import ast
+import random
+from dataclasses import dataclass
+
+import sympy
+
+from .bounded import Timeout, run_bounded
+
+# The chapter's notation (curriculum section 2), all positive reals. Problems
+# add their own symbols (K, W, ...) through `symbols_for`.
+NOTATION = {
+    "N": "parameter count",
+    "B": "batch size (sequences)",
+    "T": "sequence length in tokens",
+    "d": "model width",
+    "L": "number of layers",
+    "eta": "learning rate",
+    "lambda": "weight decay",
+    "P": "number of data-parallel devices",
+    "a": "attention heads",
+    "s": "sequence length inside activation formulas",
+    "C": "training compute in FLOPs",
+    "D": "training tokens",
+}
+
+MAX_TEXT = 20_000          # characters of srepr text
+MAX_NODES = 4_000          # syntax-tree nodes
+MAX_INT_DIGITS = 40        # digits in one integer literal
+SAMPLE_POINTS = 8
+DIGITS = 30
+COMPARE_SECONDS = 3.0
+
+
+def symbols_for(names) -> dict[str, sympy.Symbol]:
+    """Positive real symbols for `names`, keyed by name."""
+    return {name: sympy.Symbol(name, positive=True) for name in names}
+
+
+class ExpressionError(ValueError):
+    """The text is not an expression this grader will read."""
+
+
+_CONSTRUCTORS = {
+    "Add": sympy.Add, "Mul": sympy.Mul, "Pow": sympy.Pow,
+    "exp": sympy.exp, "log": sympy.log, "sqrt": sympy.sqrt,
+    "sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan,
+    "Max": sympy.Max, "Min": sympy.Min, "Abs": sympy.Abs,
+    "floor": sympy.floor, "ceiling": sympy.ceiling,
+}
+_CONSTANTS = {"pi": sympy.pi, "E": sympy.E}
+_UNEVALUATED = {"Add", "Mul", "Pow", "Max", "Min", "exp", "log", "sin", "cos", "tan", "Abs",
+                "floor", "ceiling"}
+
+
+def from_srepr(text: str, allowed: dict[str, sympy.Symbol]) -> sympy.Expr:
+    """Build an expression from `srepr` text, using only whitelisted nodes.
+
+    Symbols are matched by name to `allowed` (so assumptions the student gave
+    them do not matter); any other name raises ExpressionError naming it.
+    """
+    if not isinstance(text, str):
+        raise ExpressionError("not an expression")
+    if len(text) > MAX_TEXT:
+        raise ExpressionError(f"the expression is too long ({len(text)} characters)")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise ExpressionError("the expression could not be read") from None
+    nodes = sum(1 for _ in ast.walk(tree))
+    if nodes > MAX_NODES:
+        raise ExpressionError(f"the expression is too large ({nodes} parts)")
+    unknown: list[str] = []
+    try:
+        expr = _build(tree.body, allowed, unknown)
+    except RecursionError:
+        raise ExpressionError("the expression is nested too deeply") from None
+    if unknown:
+        names = ", ".join(sorted(set(unknown)))
+        raise ExpressionError(
+            f"uses {names}, which is not in this problem's notation ({', '.join(allowed)})")
+    return expr
+
+
+def _build(node, allowed, unknown):
+    if isinstance(node, ast.Name) and node.id in _CONSTANTS:
+        return _CONSTANTS[node.id]
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        raise ExpressionError("the expression contains something other than sympy arithmetic")
+    name = node.func.id
+    if name == "Symbol":
+        sym_name = _literal(node.args[0] if node.args else None, str)
+        if sym_name not in allowed:
+            unknown.append(sym_name)
+            return sympy.Symbol(sym_name)
+        return allowed[sym_name]
+    if name == "Integer":
+        value = _literal(node.args[0] if node.args else None, int)
+        if len(str(abs(value))) > MAX_INT_DIGITS:
+            raise ExpressionError("the expression has an integer too large to grade")
+        return sympy.Integer(value)
+    if name == "Rational":
+        if len(node.args) != 2:
+            raise ExpressionError("a Rational needs two integers")
+        p, q = (_literal(arg, int) for arg in node.args)
+        if q == 0 or max(len(str(abs(p))), len(str(abs(q)))) > MAX_INT_DIGITS:
+            raise ExpressionError("the expression has an unusable rational number")
+        return sympy.Rational(p, q)
+    if name == "Float":
+        text = _literal(node.args[0] if node.args else None, (str, float, int))
+        try:
+            value = sympy.Float(text, 30)
+        except (ValueError, TypeError):
+            raise ExpressionError("the expression has an unreadable number") from None
+        if not value.is_finite:
+            raise ExpressionError("the expression has an infinite or NaN number")
+        return value
+    if name in _CONSTRUCTORS:
+        args = [_build(arg, allowed, unknown) for arg in node.args]
+        if not args:
+            raise ExpressionError(f"{name} needs arguments")
+        if name in _UNEVALUATED:
+            return _CONSTRUCTORS[name](*args, evaluate=False)
+        return _CONSTRUCTORS[name](*args)
+    raise ExpressionError(f"the expression uses {name}, which this grader does not accept")
+
+
+def _literal(node, kinds):
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = _literal(node.operand, kinds)
+        if isinstance(value, str):
+            raise ExpressionError("the expression has a malformed literal")
+        return -value
+    if not isinstance(node, ast.Constant) or isinstance(node.value, bool) \
+            or not isinstance(node.value, kinds):
+        raise ExpressionError("the expression has a malformed literal")
+    return node.value
+
+
+@dataclass(frozen=True)
+class Comparison:
+    verdict: str   # "equal" | "different" | "undecided"
+    how: str       # which layer decided, for the record (never shown with values)
+
+
+def compare(reference: sympy.Expr, answer: sympy.Expr, rtol: float = 1e-9,
+            timeout: float = COMPARE_SECONDS) -> Comparison:
+    """Decide whether `answer` equals `reference` as mathematics, within `timeout`."""
+    try:
+        verdict, how = run_bounded(_decide, sympy.srepr(reference), sympy.srepr(answer), rtol,
+                                   timeout=timeout)
+    except Timeout:
+        return Comparison("undecided", "timed out")
+    except RuntimeError as exc:
+        return Comparison("undecided", str(exc))
+    return Comparison(verdict, how)
+
+
+def _decide(ref_text: str, ans_text: str, rtol: float):
+    # Runs in the bounded child. Both texts come from the parent, which already
+    # read the student's text through `from_srepr`; re-reading it here through
+    # the same whitelist keeps the child free of any other parser.
+    ref_syms = _free_names(ref_text)
+    ans_syms = _free_names(ans_text)
+    allowed = symbols_for(sorted(ref_syms | ans_syms))
+    ref = from_srepr(ref_text, allowed)
+    ans = from_srepr(ans_text, allowed)
+    if ans.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo):
+        return "different", "not finite"
+    symbols = sorted(ref.free_symbols | ans.free_symbols, key=lambda s: s.name)
+    rng = random.Random(20260)
+    inexact = bool(ref.atoms(sympy.Float) or ans.atoms(sympy.Float))
+    for _ in range(SAMPLE_POINTS):
+        point = {sym: sympy.Rational(rng.randint(300, 4000), 1000) for sym in symbols}
+        r = complex(ref.evalf(DIGITS, subs=point))
+        a = complex(ans.evalf(DIGITS, subs=point))
+        tol = (rtol if inexact else 1e-20) * max(abs(r), 1e-300)
+        if not abs(r - a) <= max(tol, 1e-25 if not inexact else 0.0):
+            return "different", "sampling"
+    if inexact:
+        return "equal", "sampling within tolerance"
+    difference = ref - ans
+    for step in (sympy.expand, sympy.cancel, sympy.simplify):
+        if step(difference) == 0:
+            return "equal", step.__name__
+    return "undecided", "sampling agreed but no proof"
+
+
+def _free_names(text: str) -> set[str]:
+    tree = ast.parse(text, mode="eval")
+    return {n.args[0].value for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "Symbol"
+            and n.args and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)}
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A sympy expression in the listed symbols, accepted when mathematically equal."""
+    symbols: tuple[str, ...]
+    rtol: float = 1e-9   # used only when an expression holds floating-point constants
+    points: float = 1.0
+
+    def read(self, ans) -> sympy.Expr:
+        """The student's expression, read safely; raises ExpressionError."""
+        allowed = symbols_for(self.symbols)
+        if isinstance(ans, dict) and "sympy" in ans:
+            return from_srepr(ans["sympy"], allowed)
+        if isinstance(ans, sympy.Basic):
+            return from_srepr(sympy.srepr(ans), allowed)
+        if isinstance(ans, (dict, str, bool, int, float, list, tuple)) or ans is None:
+            from .transport import describe
+            kind = "is a string" if isinstance(ans, str) else describe(ans)
+            raise ExpressionError(f"{kind}, not a sympy expression in {', '.join(self.symbols)}")
+        raise ExpressionError(f"is a {type(ans).__name__}, not a sympy expression")
+
+    def judge(self, ref, ans):
+        from .feedback import FAIL, INVALID, PASS, UNDECIDED, Outcome
+        try:
+            expr = self.read(ans)
+        except ExpressionError as exc:
+            return Outcome(INVALID, f"{exc}.")
+        reference = from_srepr(sympy.srepr(ref), symbols_for(self.symbols))
+        result = compare(reference, expr, rtol=self.rtol)
+        if result.verdict == "equal":
+            return Outcome(PASS)
+        if result.verdict == "different":
+            return Outcome(FAIL, "is not equal to the expression for your variant.")
+        return Outcome(UNDECIDED, "could not be decided in time (scored 0); "
+                                  "simplify the expression and try again.")

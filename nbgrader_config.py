@@ -1,0 +1,75 @@
+"""nbgrader configuration for the course "II.8 Training at Scale".
+
+Every setting the course relies on is written out here, even where it equals
+nbgrader's default, so that an instructor can read the whole setup in one place.
+The course works from its own directory: the exchange is a folder under the
+course root (ignored by git), so no system path or root access is needed.
+"""
+import os
+
+from graders.nbgrader_hooks import GradedStudent
+
+c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
+
+here = os.path.dirname(os.path.abspath(__file__))
+
+# --- the course and its folders ---------------------------------------------
+c.CourseDirectory.course_id = "training-at-scale"
+c.CourseDirectory.root = here
+c.CourseDirectory.source_directory = "source"
+c.CourseDirectory.release_directory = "release"
+c.CourseDirectory.submitted_directory = "submitted"
+c.CourseDirectory.autograded_directory = "autograded"
+c.CourseDirectory.feedback_directory = "feedback"
+c.CourseDirectory.solution_directory = "solutions"
+c.CourseDirectory.db_url = "sqlite:///" + os.path.join(here, "gradebook.db")
+# Percent-format source text (*.pct.py) carries the solutions: never copy it
+# into a release, a submission or an autograded folder.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.pct.py"]
+c.CourseDirectory.include = ["*"]
+c.CourseDirectory.max_file_size = 100000  # kB
+
+# --- the exchange: a folder inside the course -----------------------------------
+c.Exchange.root = os.path.join(here, "exchange")
+c.Exchange.path_includes_course = True
+
+# --- delimiters (nbgrader's defaults, stated) -----------------------------------
+c.ClearSolutions.begin_solution_delimeter = "BEGIN SOLUTION"
+c.ClearSolutions.end_solution_delimeter = "END SOLUTION"
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+c.ClearHiddenTests.begin_test_delimeter = "BEGIN HIDDEN TESTS"
+c.ClearHiddenTests.end_test_delimeter = "END HIDDEN TESTS"
+
+# --- execution -------------------------------------------------------------------
+c.Execute.timeout = 60          # seconds per cell
+c.Execute.interrupt_on_timeout = True
+c.Execute.execute_retries = 0
+c.LimitOutput.max_lines = 200
+c.LimitOutput.max_traceback = 40
+
+# --- autograding --------------------------------------------------------------------
+c.Autograde.create_student = True
+# GradedStudent tells the hidden tests which student (and so which variant) is
+# being graded, and silences Python warnings, since nbgrader scores a test cell
+# 0 for any output on stderr.
+c.Autograde.autograde_preprocessors = [
+    GradedStudent,
+    "nbgrader.preprocessors.Execute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+
+# --- solutions: the source with hidden tests removed, not executed -------------------
+c.GenerateSolution.preprocessors = [
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "nbgrader.preprocessors.LockCells",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.ClearMarkScheme",
+    "nbgrader.preprocessors.ClearHiddenTests",
+]
+c.GenerateAssignment.create_assignment = True
