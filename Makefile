@@ -1,0 +1,36 @@
+# Two commands do everything on a fresh machine:
+#   make demo   set up, build the chapter, grade a small class through nbgrader, print grades and status
+#   make test   set up, check the chapter (gate), and run the whole test suite
+VENV    ?= .venv
+PYTHON  ?= python3
+STAMP   := $(VENV)/.installed
+
+.PHONY: setup demo test gate status build clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/chapter build --check
+	$(VENV)/bin/chapter demo
+
+test: $(STAMP)
+	$(VENV)/bin/chapter gate
+	$(VENV)/bin/pytest
+
+gate: $(STAMP)
+	$(VENV)/bin/chapter gate --verbose
+
+status: $(STAMP)
+	$(VENV)/bin/chapter status
+
+build: $(STAMP)
+	$(VENV)/bin/chapter build
+
+clean:
+	rm -rf demo-course autograded submitted feedback exchange gradebook.db .chapter

@@ -1,0 +1,119 @@
+"""Generated notebooks: source .ipynb from .pct.py text, then release/ and solutions/.
+
+Authors write `source/<assignment>/<id>.pct.py` (jupytext's percent format,
+which keeps nbgrader's cell metadata). From it come, in order:
+- `source/<assignment>/<id>.ipynb`, through jupytext;
+- `release/<assignment>/<id>.ipynb`, through `nbgrader generate_assignment`;
+- `solutions/<assignment>/<id>.ipynb`, through `nbgrader generate_solution`
+  (configured to strip hidden tests and not to execute).
+All three are committed, and `check` says where any has drifted from its source.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+GENERATED = ("release", "solutions")
+
+
+def nbgrader(*args: str, cwd: Path, quiet: bool = True) -> subprocess.CompletedProcess:
+    """Run one nbgrader command in the course directory `cwd`."""
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=cwd, env=env,
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{tail}")
+    return result
+
+
+def assignments(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / "source").iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def notebook_text(pct: Path) -> str:
+    """The .ipynb text generated from one percent-format source."""
+    nb = jupytext.read(pct)
+    nb.metadata.pop("jupytext", None)
+    for i, cell in enumerate(nb.cells):  # stable ids, so regenerating changes nothing
+        cell.id = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell-{i}"
+    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    nb.metadata["language_info"] = {"name": "python"}
+    return nbformat.writes(nb) + "\n"
+
+
+def sync_sources(root: Path, write: bool) -> list[str]:
+    """Make (or, with write=False, check) every source .ipynb from its .pct.py."""
+    stale = []
+    for pct in sorted((root / "source").glob("*/*.pct.py")):
+        target = pct.with_name(pct.name.removesuffix(".pct.py") + ".ipynb")
+        text = notebook_text(pct)
+        if not target.exists() or target.read_text() != text:
+            stale.append(str(target.relative_to(root)))
+            if write:
+                target.write_text(text)
+    return stale
+
+
+def make_course(root: Path, into: Path, only: list[str] | None = None) -> Path:
+    """A scratch copy of the course (config and source) in `into`, with its own gradebook."""
+    into.mkdir(parents=True, exist_ok=True)
+    shutil.copy(root / "nbgrader_config.py", into / "nbgrader_config.py")
+    for assignment in only or assignments(root):
+        shutil.copytree(root / "source" / assignment, into / "source" / assignment,
+                        ignore=shutil.ignore_patterns("*.pct.py", ".ipynb_checkpoints", "__pycache__"))
+    return into
+
+
+def generate(root: Path, course: Path) -> None:
+    """Release and solutions of every assignment, generated inside the scratch `course`."""
+    for assignment in assignments(course):
+        nbgrader("generate_assignment", assignment, "--force", cwd=course)
+        nbgrader("generate_solution", assignment, "--force", cwd=course)
+
+
+def _differences(made: Path, committed: Path, label: str) -> list[str]:
+    made_files = {p.relative_to(made) for p in made.rglob("*") if p.is_file()} if made.exists() else set()
+    kept = {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()} if committed.exists() else set()
+    reasons = []
+    for rel in sorted(made_files | kept):
+        if rel not in kept:
+            reasons.append(f"{label}/{rel} is missing: run `chapter build`")
+        elif rel not in made_files:
+            reasons.append(f"{label}/{rel} has no source: run `chapter build`")
+        elif (made / rel).read_bytes() != (committed / rel).read_bytes():
+            reasons.append(f"{label}/{rel} is out of date with source/: run `chapter build`")
+    return reasons
+
+
+def build(root: Path, write: bool = True) -> list[str]:
+    """Regenerate everything from source/ (write=True), or list what has drifted (write=False)."""
+    reasons = [f"{path} is out of date with its .pct.py: run `chapter build`"
+               for path in sync_sources(root, write=write)]
+    with tempfile.TemporaryDirectory(prefix="chapter-build-") as tmp:
+        course = make_course(root, Path(tmp))
+        if not write:  # compare the notebooks the committed .pct.py files would give
+            sync_sources(course_with_pct(root, course), write=True)
+        generate(root, course)
+        for label in GENERATED:
+            if write:
+                shutil.rmtree(root / label, ignore_errors=True)
+                shutil.copytree(course / label, root / label)
+            else:
+                reasons += _differences(course / label, root / label, label)
+    return reasons
+
+
+def course_with_pct(root: Path, course: Path) -> Path:
+    """Put the .pct.py sources into the scratch course so its .ipynb come from them."""
+    for pct in (root / "source").glob("*/*.pct.py"):
+        shutil.copy(pct, course / "source" / pct.parent.name / pct.name)
+    return course

@@ -1,0 +1,148 @@
+"""`chapter`: the course's command line.
+
+  chapter status [CHAPTER] [--json]   what each chapter has against its contract
+  chapter gate [CHAPTER] [--only ID]  prove every item; exit 1 with one line per reason
+  chapter check ID                    the gate for one item, with its verdicts
+  chapter publish CHAPTER             gate, then build and mark the chapter published
+  chapter build [--check]             regenerate (or check) source .ipynb, release/ and solutions/
+  chapter demo                        a small class through the exchange, graded, with feedback
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import contract
+from .build import build
+from .gate import gate, verdicts
+from .status import chapter_status, render, shortfalls
+
+
+def existing(root, chapter, reports) -> set[str]:
+    """Items that have been started: a notebook in source/ or a registered problem."""
+    from . import problems
+    started = set(problems.ids())
+    started |= {nb.split("/")[-1] for nb in chapter.notebooks if (root / "source" / f"{nb}.ipynb").exists()}
+    return started
+
+
+def cmd_status(args) -> int:
+    root = contract.course_root()
+    chapters = [c for c in contract.load_chapters(root) if not args.chapter or c.id == args.chapter]
+    if not chapters:
+        print(f"no chapter {args.chapter!r}", file=sys.stderr)
+        return 2
+    records = [chapter_status(root, c) for c in chapters]
+    if args.json:
+        print(json.dumps({"chapters": records}, indent=2))
+    else:
+        print("\n\n".join(render(r, root) for r in records))
+    return 0
+
+
+def run_gate(root, chapter, only=None, refresh=False, verbose=False) -> int:
+    reasons, reports = gate(root, chapter, only=only, refresh=refresh)
+    started = existing(root, chapter, reports)
+    failures = [r for r in reasons if r.split(":")[0] not in reports or r.split(":")[0] in started]
+    missing = sorted(set(reports) - started)
+    short = [] if only else shortfalls(chapter_status(root, chapter, reports))
+    if verbose:
+        for item, report in reports.items():
+            marks = " ".join(f"{v}:{'ok' if ok else 'FAIL'}" for v, ok in sorted(report.solution.items()))
+            print(f"{item}: solution {marks or '-'} · blank {'0' if report.blank_zero else 'NOT 0'}")
+    for reason in failures:
+        print(reason)
+    if chapter.state == "published":
+        for line in short:
+            print(line)
+        ok = not failures and not short
+    else:
+        if missing:
+            print(f"{chapter.id} is a draft; not yet written: {', '.join(missing)}")
+        for line in short:
+            print(f"{line} (draft: reported, not failing)")
+        ok = not failures
+    print(f"gate {chapter.id}: {'passed' if ok else 'REFUSED'}")
+    return 0 if ok else 1
+
+
+def cmd_gate(args) -> int:
+    root = contract.course_root()
+    chapters = [c for c in contract.load_chapters(root) if not args.chapter or c.id == args.chapter]
+    code = 0
+    for chapter in chapters:
+        code |= run_gate(root, chapter, only=args.only, refresh=args.refresh, verbose=args.verbose)
+    return code
+
+
+def cmd_check(args) -> int:
+    root = contract.course_root()
+    for chapter in contract.load_chapters(root):
+        if any(nb.endswith("/" + args.item) for nb in chapter.notebooks):
+            return run_gate(root, chapter, only=[args.item], refresh=True, verbose=True)
+    print(f"{args.item} is not listed in chapters.toml", file=sys.stderr)
+    return 2
+
+
+def cmd_publish(args) -> int:
+    root = contract.course_root()
+    chapter = contract.find_chapter(args.chapter, root)
+    build(root, write=True)
+    candidate = contract.Chapter(chapter.id, chapter.title, chapter.maturity, "published", chapter.strands)
+    if run_gate(root, candidate) != 0:
+        print(f"publish {chapter.id}: refused; it stays {chapter.state}")
+        return 1
+    contract.set_state(chapter.id, "published", root)
+    print(f"publish {chapter.id}: published")
+    return 0
+
+
+def cmd_build(args) -> int:
+    root = contract.course_root()
+    reasons = build(root, write=not args.check)
+    for reason in reasons:
+        print(reason)
+    if args.check:
+        return 1 if reasons else 0
+    print("built source/*.ipynb, release/ and solutions/ from source/*/*.pct.py")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import run
+    run()
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="chapter", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("status", help="each chapter against its contract")
+    p.add_argument("chapter", nargs="?")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_status)
+    p = sub.add_parser("gate", help="prove every item of a chapter")
+    p.add_argument("chapter", nargs="?")
+    p.add_argument("--only", nargs="+", metavar="ID")
+    p.add_argument("--refresh", action="store_true", help="ignore cached verdicts")
+    p.add_argument("--verbose", "-v", action="store_true")
+    p.set_defaults(func=cmd_gate)
+    p = sub.add_parser("check", help="the gate for one item")
+    p.add_argument("item")
+    p.set_defaults(func=cmd_check)
+    p = sub.add_parser("publish", help="gate, build and mark a chapter published")
+    p.add_argument("chapter")
+    p.set_defaults(func=cmd_publish)
+    p = sub.add_parser("build", help="regenerate notebooks from source/*/*.pct.py")
+    p.add_argument("--check", action="store_true")
+    p.set_defaults(func=cmd_build)
+    p = sub.add_parser("demo", help="release, fetch, submit, collect, autograde and report a small class")
+    p.set_defaults(func=cmd_demo)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,239 @@
+# %% [markdown]
+# # e07-communication · Bytes on the wire: all-reduce, ZeRO-3, and the pipeline bubble
+#
+# *Chapter II.8 Training at Scale · mathematics · exercise 7 of 10*
+#
+# Splitting a model over many devices buys memory and FLOP/s, and pays in communication
+# or in idle time. This exercise counts three such bills: the gradient all-reduce of data
+# parallelism, the extra traffic of ZeRO stage 3, and the idle time ("bubble") of a
+# pipeline.
+#
+# Sources:
+# - nccl-tests, `doc/PERFORMANCE.md` (NVIDIA): what the `algbw` and `busbw` columns mean.
+# - Rajbhandari et al., *ZeRO: Memory Optimizations Toward Training Trillion Parameter
+#   Models* (SC 2020), §7 "Communication Analysis of ZeRO-DP".
+# - Huang et al., *GPipe: Efficient Training of Giant Neural Networks using Pipeline
+#   Parallelism* (NeurIPS 2019), §2.3.
+# - Narayanan et al., *Efficient Large-Scale Language Model Training on GPU Clusters Using
+#   Megatron-LM* (SC 2021), §2.2.1.
+#
+# Notation: $N$ parameters, $b$ bytes per gradient value, $P$ data-parallel devices;
+# $K$ pipeline stages and $M$ micro-batches (GPipe's letters).
+
+# %% [markdown]
+# ## 1. Ring all-reduce: how many bytes each device sends
+#
+# After the backward pass each of the $P$ devices holds its own gradient, $S = Nb$ bytes,
+# and all of them need the sum. The ring algorithm does it in two phases.
+#
+# 1. **Reduce-scatter.** Cut the gradient into $P$ chunks of $S/P$ bytes. In each of $P-1$
+#    steps every device passes one chunk to its neighbour, which adds its own copy of that
+#    chunk. Afterwards each device owns one chunk that is fully summed. Each device has sent
+#    $(P-1)\,S/P$ bytes.
+# 2. **All-gather.** The summed chunks go round the ring once more, $P-1$ steps of $S/P$
+#    bytes, until every device has all of them: another $(P-1)\,S/P$.
+#
+# Each device therefore sends (and receives) $2\frac{P-1}{P}S$ bytes, which tends to $2S$
+# for large $P$ and does not grow with $P$. That is why data parallelism scales. The
+# nccl-tests notes show the same count is a lower bound for any all-reduce built from
+# point-to-point transfers: every element needs $n-1$ additions and $n$ assignments.
+#
+# ## 2. From bytes to seconds: bus bandwidth
+#
+# nccl-tests prints two bandwidths for a collective on $S$ bytes that took $t$ seconds:
+# `algbw` $= S/t$, and `busbw`, which rescales it so that it can be compared with the
+# hardware's link speed whatever the number of ranks $n$:
+#
+# | collective | busbw / algbw |
+# |---|---|
+# | all-reduce | $2(n-1)/n$ |
+# | reduce-scatter, all-gather | $(n-1)/n$ |
+# | broadcast, reduce | 1 |
+#
+# So a measured all-reduce bus bandwidth turns back into time as
+# $t = 2\frac{n-1}{n}\,S/\text{busbw}$: the bytes each device sends, divided by `busbw`.
+# Dividing $S$ itself by `busbw` treats it as if it were `algbw`, and is too fast by the
+# factor $2(n-1)/n$. Measured all-reduce bus bandwidths at large messages:
+#
+# | system | busbw | where it is reported |
+# |---|---|---|
+# | 8 × A100-SXM4, NVLink | ≈ 231 GB/s at 8 GB | Azure `AI-benchmarking-guide`, ND A100 v4 results |
+# | 8 × H100, NVLink with NVLink SHARP | ≈ 480 GB/s | NCCL maintainer, nccl-tests issue #212 |
+# | 8 × H100, NVLink, ring | ≈ 370 GB/s | same comment (line rate 450 GB/s, ~20% protocol overhead) |
+# | NDR InfiniBand, 400 Gb/s per NIC | 46–48 GB/s per NIC | NCCL maintainer, nccl-tests issue #290 |
+# | 3 nodes × 8 A100, 4 HDR NICs each | ≈ 85–96 GB/s | user measurement, nccl-tests issue #119 |
+#
+# With NVLink SHARP the switch does the additions, so `busbw` is no longer a bandwidth on
+# any wire; the conversion to time still holds, because it is how `busbw` was computed.
+#
+# ## 3. ZeRO stage 3: one more pass of the parameters
+#
+# ZeRO's §7 counts traffic per device in units of the model size $\Psi$ (ignoring the
+# $(P-1)/P$ factors). Plain data parallelism moves $2\Psi$ per step: a reduce-scatter and
+# an all-gather. Stages 1 and 2 move the same $2\Psi$: the gradients are reduce-scattered
+# to their owners, and the updated parameters are all-gathered back. Stage 3 keeps only a
+# slice of the parameters on each device, so it must all-gather them before the forward
+# pass, and again before the backward pass, besides reduce-scattering the gradients:
+# $3\Psi$, "1.5x compared to the baseline" in the paper's words.
+#
+# ## 4. The pipeline bubble: two definitions
+#
+# Cut the model into $K$ stages on $K$ devices and the batch into $M$ micro-batches.
+# In GPipe's schedule all forward passes run, then all backward passes. Let $t_f$ and
+# $t_b$ be one stage's forward and backward time for one micro-batch, and $t = t_f + t_b$.
+# The forward phase lasts $M+K-1$ slots of $t_f$: the last micro-batch waits $M-1$ slots
+# to enter the first stage and then crosses $K$ stages. The backward phase mirrors it.
+# So a step lasts $(M+K-1)\,t$, while each device is busy for only $Mt$.
+#
+# - **GPipe** (§2.3) states the bubble as $O\!\left(\frac{K-1}{M+K-1}\right)$ amortised over
+#   the $M$ micro-steps: the idle share of the **total** time. This is the definition asked
+#   for below.
+# - **Narayanan et al.** (§2.2.1) call the bubble time fraction $(p-1)/m$: the idle time
+#   divided by the **ideal** time $m\,t$. For the same schedule it is a larger number;
+#   with $r = (K-1)/M$, GPipe's share is $r/(1+r)$.
+#
+# Both papers call their ratio the bubble, so check which one a number means.
+# GPipe reports the overhead as negligible once $M \ge 4K$; there the idle share is
+# $(K-1)/(5K-1)$, just under 20%, and part of it is hidden by recomputation.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+micro = np.arange(1, 129)
+fig, ax = plt.subplots(figsize=(9, 3.6))
+for i, stages in enumerate((4, 8, 16)):
+    ax.plot(micro, (stages - 1) / (micro + stages - 1), color=f"C{i}",
+            label=f"K = {stages}: idle / total (GPipe)")
+    ax.plot(micro, (stages - 1) / micro, color=f"C{i}", ls=":",
+            label=f"K = {stages}: idle / ideal (Narayanan)")
+    ax.plot(4 * stages, (stages - 1) / (5 * stages - 1), "o", color=f"C{i}")
+ax.set_xscale("log", base=2)
+ax.set_ylim(0, 1.0)
+ax.set_xlabel("micro-batches M")
+ax.set_ylabel("bubble")
+ax.set_title("Same schedule, two ratios (dots: M = 4K)")
+ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 5. Your variant
+#
+# Run the next cell. It works out which variant you are graded on from your student
+# id. On JupyterHub that is your hub user name; working on your own machine, start
+# Jupyter with `JUPYTERHUB_USER=<your course id> jupyter lab` so that you see the same
+# variant the grader uses. Editing this cell does not change what you are graded on.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import getpass
+import hashlib
+import os
+
+import sympy as sp
+
+K, M = sp.symbols("K M", positive=True)
+
+VARIANTS = {
+    "A": {"N": 1_300_000_000, "bytes_per_grad": 2, "P": 8, "bus_bandwidth": 230e9,
+          "stages": 4, "microbatches": 8},
+    "B": {"N": 13_000_000_000, "bytes_per_grad": 2, "P": 24, "bus_bandwidth": 90e9,
+          "stages": 8, "microbatches": 32},
+    "C": {"N": 70_000_000_000, "bytes_per_grad": 4, "P": 64, "bus_bandwidth": 370e9,
+          "stages": 16, "microbatches": 64},
+    "D": {"N": 175_000_000_000, "bytes_per_grad": 2, "P": 8, "bus_bandwidth": 480e9,
+          "stages": 12, "microbatches": 12},
+}
+STUDENT = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
+VARIANT = "ABCD"[int.from_bytes(hashlib.sha256(f"exercises:{STUDENT}".encode()).digest()[:8], "big") % 4]
+params = VARIANTS[VARIANT]
+print(f"Student {STUDENT}: variant {VARIANT}: {params}")
+
+# %% [markdown]
+# Your parameters: `N` gradient values all-reduced over `P` devices, `bytes_per_grad`
+# bytes each, `bus_bandwidth` the all-reduce bus bandwidth nccl-tests reports for that
+# system (bytes per second); and, as a separate design question, a pipeline of `stages`
+# stages fed `microbatches` micro-batches per step.
+#
+# ### 5a. Derive
+#
+# Count the time slots of a GPipe step with sympy (total and busy, in units of $t$) and
+# assign the idle share of the total to `bubble_expr`, an expression in the symbols `K`
+# and `M` defined above.
+
+# %% nbgrader={"grade": false, "grade_id": "answer_expr", "locked": false, "schema_version": 3, "solution": true, "task": false}
+### BEGIN SOLUTION
+t = sp.symbols("t", positive=True)
+total_time = (M + K - 1) * t
+busy_time = M * t
+bubble_expr = sp.simplify((total_time - busy_time) / total_time)
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+# Form only: the mathematics is checked when your notebook is graded.
+assert isinstance(bubble_expr, sp.Expr), "bubble_expr should be a sympy expression"
+assert bubble_expr.free_symbols <= {K, M}, "use only the symbols K and M"
+### BEGIN HIDDEN TESTS
+from graders.notebook import judge
+judge("e07-communication", "check_expr", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### 5b. The gradient all-reduce
+#
+# For your variant, compute
+# - `allreduce_bytes_per_device`: bytes each device sends in a ring all-reduce of the
+#   gradients;
+# - `allreduce_seconds`: how long that all-reduce takes at your `bus_bandwidth`.
+
+# %% nbgrader={"grade": false, "grade_id": "answer_allreduce", "locked": false, "schema_version": 3, "solution": true, "task": false}
+### BEGIN SOLUTION
+gradient_bytes = params["N"] * params["bytes_per_grad"]
+allreduce_bytes_per_device = 2 * (params["P"] - 1) / params["P"] * gradient_bytes
+allreduce_seconds = allreduce_bytes_per_device / params["bus_bandwidth"]
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "check_allreduce", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+# Form only: the numbers are checked when your notebook is graded.
+for name in ("allreduce_bytes_per_device", "allreduce_seconds"):
+    assert isinstance(globals()[name], (int, float)), f"{name} should be a number"
+### BEGIN HIDDEN TESTS
+from graders.notebook import judge
+judge("e07-communication", "check_allreduce", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### 5c. ZeRO-3 and the pipeline
+#
+# Compute
+# - `zero3_volume_ratio`: the bytes per device of one ZeRO stage-3 step divided by those
+#   of plain data parallelism (same model, same $P$);
+# - `bubble_fraction`: your `bubble_expr` at your `stages` and `microbatches`.
+
+# %% nbgrader={"grade": false, "grade_id": "answer_zero_pipeline", "locked": false, "schema_version": 3, "solution": true, "task": false}
+### BEGIN SOLUTION
+ring = (params["P"] - 1) / params["P"] * gradient_bytes          # one reduce-scatter or all-gather
+zero3_volume_ratio = (ring + ring + ring) / (ring + ring)
+bubble_fraction = float(bubble_expr.subs({K: params["stages"], M: params["microbatches"]}))
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "check_zero_pipeline", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+# Form only: the numbers are checked when your notebook is graded.
+for name in ("zero3_volume_ratio", "bubble_fraction"):
+    assert isinstance(globals()[name], (int, float)), f"{name} should be a number"
+### BEGIN HIDDEN TESTS
+from graders.notebook import judge
+judge("e07-communication", "check_zero_pipeline", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### 5d. Read your numbers
+#
+# Not graded; a few sentences for yourself.
+# - Is your all-reduce long next to a training step of a few seconds? Frameworks start
+#   reducing each layer's gradients as soon as the backward pass produces them, so much of
+#   it can hide behind computation. What fraction would have to hide?
+# - Stage 3 costs 50% more traffic. When is that a good trade for the memory it saves?
+#   (w1-memory gives the memory side.)
+# - How many micro-batches would bring your bubble under 5%? What does a larger $M$ cost,
+#   at a fixed global batch?

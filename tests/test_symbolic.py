@@ -1,0 +1,91 @@
+"""Symbolic checks: mathematical equality, safe reading, clear messages, bounded time."""
+import time
+
+import pytest
+import sympy
+
+from graders.feedback import FAIL, INVALID, PASS, UNDECIDED
+from graders.symbolic import Expr, ExpressionError, compare, from_srepr, symbols_for
+
+S = symbols_for(("N", "P", "K"))
+N, P, K = S["N"], S["P"], S["K"]
+CHECK = Expr(symbols=("N", "P", "K"))
+
+
+@pytest.mark.parametrize("answer", [16 * N, 8 * N + 8 * N, 2**4 * N, sympy.Symbol("N") * 16,
+                                    4 * N + 12 * N, sympy.expand((2 + 2 + K) * N).subs(K, 12)])
+def test_equal_expressions_pass(answer):
+    assert CHECK.judge(16 * N, answer).status == PASS
+
+
+def test_written_forms_of_zero_stage_formulas_are_equal():
+    assert CHECK.judge(2 * N + (2 + K) * N / P, (2 * N * P + 2 * N + K * N) / P).status == PASS
+
+
+def test_an_expression_equal_at_one_point_only_fails():
+    # N**2 equals 16*N at N = 16, and nowhere else among positive reals
+    assert (N**2).subs(N, 16) == (16 * N).subs(N, 16)
+    assert CHECK.judge(16 * N, N**2).status == FAIL
+
+
+def test_a_close_but_different_expression_fails():
+    assert CHECK.judge(4 * N + K * N / P, 4 * N + K * N / (P + 1)).status == FAIL
+
+
+def test_a_symbol_outside_the_notation_is_named():
+    outcome = CHECK.judge(16 * N, 16 * sympy.Symbol("x"))
+    assert outcome.status == INVALID
+    assert "x" in outcome.reason and "N, P, K" in outcome.reason
+
+
+@pytest.mark.parametrize("answer, words", [("16*N", "string"), (16.0, "not a sympy expression"),
+                                           (None, "not a sympy expression"), ([N], "not a sympy expression")])
+def test_non_expressions_are_invalid_with_a_reason(answer, words):
+    outcome = CHECK.judge(16 * N, answer)
+    assert outcome.status == INVALID and words in outcome.reason
+
+
+@pytest.mark.parametrize("text", [
+    "__import__('os').system('touch /tmp/pwned')",
+    "Symbol('N').__class__",
+    "Mul(Integer(16), Symbol('N')).subs",
+    "eval('1')",
+    "lambda: 1",
+    "Integer(" + "9" * 100 + ")",
+    "Mul(" * 3000 + ")" * 3000,
+])
+def test_untrusted_text_is_never_evaluated(text, tmp_path):
+    with pytest.raises(ExpressionError):
+        from_srepr(text, S)
+
+
+def test_the_reader_builds_the_expression_srepr_describes():
+    expr = (2 + 2 + K) * N / P
+    assert sympy.expand(from_srepr(sympy.srepr(expr), S) - expr) == 0
+    # assumptions a student attached to a symbol do not matter: symbols match by name
+    assert sympy.expand(from_srepr(sympy.srepr(sympy.Symbol("N", integer=True) * 2), S) - 2 * N) == 0
+
+
+def test_a_comparison_that_cannot_finish_is_undecided_within_its_bound():
+    # an enormous power makes evaluation run far past the bound
+    slow = sympy.Pow(sympy.Integer(3), sympy.Integer(10**12), evaluate=False) * N
+    start = time.monotonic()
+    result = compare(16 * N, slow, timeout=1.0)
+    assert time.monotonic() - start < 5
+    assert result.verdict == "undecided"
+
+
+def test_undecided_is_reported_as_such_and_scores_nothing():
+    slow = sympy.Pow(sympy.Integer(3), sympy.Integer(10**12), evaluate=False) * N
+    outcome = Expr(symbols=("N", "P", "K")).judge(16 * N, {"sympy": sympy.srepr(slow)})
+    assert outcome.status in (UNDECIDED, INVALID)
+    assert not outcome.passed
+
+
+def test_float_constants_compare_within_the_stated_tolerance():
+    C = sympy.Symbol("C", positive=True)
+    check = Expr(symbols=("C",), rtol=1e-6)
+    reference = sympy.Float(0.6) * C**sympy.Float(0.5)
+    assert check.judge(reference, sympy.Float(0.6000001) * C**sympy.Float(0.5)).status == PASS
+    assert check.judge(reference, sympy.Float(0.61) * C**sympy.Float(0.5)).status == FAIL
+    assert check.judge(reference, sympy.Float(0.6) * C**sympy.Float(0.49)).status == FAIL
