@@ -26,6 +26,7 @@ class Chapter:
     maturity: str
     state: str
     strands: dict[str, tuple[str, ...]]   # strand -> ("assignment/notebook", ...)
+    concepts: tuple[str, ...] = ()        # what the chapter covers, as its page lists it
 
     @property
     def notebooks(self) -> list[str]:
@@ -39,7 +40,8 @@ def load_chapters(root: Path | None = None) -> list[Chapter]:
         if entry.get("state") not in ("draft", "published"):
             raise ValueError(f"chapter {entry.get('id')}: state must be draft or published")
         strands = {s: tuple(entry.get("strands", {}).get(s, ())) for s in STRANDS}
-        chapters.append(Chapter(entry["id"], entry["title"], entry["maturity"], entry["state"], strands))
+        chapters.append(Chapter(entry["id"], entry["title"], entry["maturity"], entry["state"], strands,
+                                tuple(entry.get("concepts", ()))))
     return chapters
 
 

@@ -101,3 +101,62 @@ class Numbers:
             shown = ", ".join(map(str, wrong[:5])) + (" ..." if len(wrong) > 5 else "")
             return Outcome(FAIL, f"entries {shown} do not match your variant.")
         return Outcome(PASS)
+
+
+class _Unreadable(Exception):
+    """An output that is not a number (NaN, a string, an error...)."""
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """The outputs of a student function on hidden calls, compared call by call.
+
+    Each reference output is a number or a (nested) list of numbers; the
+    student's output must have the same shape and agree within `rtol` (or
+    `atol` near zero). A call that raised, or returned NaN or a non-number,
+    makes the check invalid and says which call; no values are ever shown.
+    """
+    rtol: float = 1e-6
+    atol: float = 1e-9
+    points: float = 1.0
+
+    def judge(self, ref, ans) -> Outcome:
+        if isinstance(ans, dict) or not isinstance(ans, (list, tuple)):
+            return Outcome(INVALID, "was not gathered: define the function with the name asked for.")
+        if len(ans) != len(ref):
+            return Outcome(INVALID, f"has {len(ans)} outputs for {len(ref)} hidden calls.")
+        wrong = []
+        for i, (r, a) in enumerate(zip(ref, ans)):
+            if isinstance(a, dict) and "error" in a:
+                return Outcome(INVALID, f"hidden call {i}: your function {a['error']}.")
+            try:
+                if not self._same(r, a):
+                    wrong.append(i)
+            except _Unreadable as exc:
+                return Outcome(INVALID, f"hidden call {i}: the output {exc}.")
+        if wrong:
+            shown = ", ".join(map(str, wrong[:5])) + (" ..." if len(wrong) > 5 else "")
+            return Outcome(FAIL, f"{len(wrong)} of {len(ref)} hidden calls (numbers {shown}) give "
+                                 f"outputs that differ from torch's (shape or values).")
+        return Outcome(PASS)
+
+    def _same(self, ref, ans) -> bool:
+        if isinstance(ref, (list, tuple)):
+            if isinstance(ans, dict) and "error" not in ans:
+                raise _Unreadable(_describe(ans))
+            if not isinstance(ans, (list, tuple)) or len(ans) != len(ref):
+                return False
+            return all([self._same(r, a) for r, a in zip(ref, ans)])
+        if isinstance(ans, dict) and "error" in ans:
+            raise _Unreadable(str(ans["error"]))
+        number = as_real(ans)
+        if isinstance(number, str):
+            if isinstance(ans, (list, tuple)):
+                return False          # a list where a number belongs: wrong shape
+            raise _Unreadable(number)
+        return abs(number - float(ref)) <= max(self.rtol * abs(float(ref)), self.atol)
+
+
+def _describe(value) -> str:
+    number = as_real(value)
+    return number if isinstance(number, str) else "is not a list"

@@ -6,6 +6,8 @@ holds the teaching; the class holds everything the grade depends on.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Callable
 
@@ -26,6 +28,12 @@ class Probe:
     """A student function called on hidden inputs; its outputs are the answer."""
     function: str
     calls: list            # one list of JSON-able arguments per call
+
+
+def seed_for(params: dict, salt: str) -> int:
+    """A deterministic seed from the parameters (so hidden inputs differ per variant)."""
+    text = json.dumps(params, sort_keys=True, default=str) + salt
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
 
 
 class Problem:

@@ -26,10 +26,12 @@ def _encode(value, depth):
         return {"error": "is nested too deeply"}
     if value is None or isinstance(value, bool):
         return value
-    if type(value) is int:
-        return value if abs(value) < 2**63 else float(value)
-    if type(value) is float:
-        return value if math.isfinite(value) else {"float": repr(value)}
+    if isinstance(value, int):   # int subclasses too, read through int's own method
+        number = int.__index__(value)
+        return number if abs(number) < 2**63 else float(number)
+    if isinstance(value, float):  # float subclasses (numpy's float64 among them): the stored value
+        number = float.__float__(value)
+        return number if math.isfinite(number) else {"float": repr(number)}
     if type(value) is str:
         return {"str": value[:200]}
     if type(value) is dict and len(value) == 1:

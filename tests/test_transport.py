@@ -40,3 +40,15 @@ def test_deep_nesting_and_long_strings_are_cut():
     deep = [[[[[[1]]]]]]
     assert "error" in json.dumps(encode(deep))
     assert len(encode("x" * 10_000)["str"]) <= 200
+
+
+def test_number_subclasses_give_their_stored_value_not_what_their_methods_claim():
+    class Sly(float):
+        def __float__(self):
+            return 42.0
+
+        def __eq__(self, other):
+            return True
+
+    assert encode(Sly(16.0)) == 16.0
+    assert encode(True) is True          # a bool stays a bool, not the number 1

@@ -24,13 +24,11 @@ on hidden overflow patterns (a `Probe`) and compared with torch.
 from __future__ import annotations
 
 import numpy as np
-import sympy
 import torch
 
-from ..numeric import Number, Numbers
-from ..problem import Mistake, Probe, Problem
+from ..numeric import Number, Numbers, Outputs
+from ..problem import Mistake, Probe, Problem, seed_for
 from ..symbolic import Expr, symbols_for
-from .e04_clipping import Outputs, seed_for
 
 FUNCTION = "run_scaler"
 

@@ -25,10 +25,9 @@ import numpy as np
 import sympy
 import torch
 
-from ..numeric import Count, Number
-from ..problem import Mistake, Probe, Problem
+from ..numeric import Count, Number, Outputs
+from ..problem import Mistake, Probe, Problem, seed_for
 from ..symbolic import Expr, symbols_for
-from .e04_clipping import Outputs, seed_for
 
 FUNCTION = "logsumexp"
 _S = symbols_for(("L_T", "L_B", "ell", "z", "sigma", "h"))

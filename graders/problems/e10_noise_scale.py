@@ -14,7 +14,6 @@ Training" (2018, arXiv 1812.06162).
 """
 import math
 
-import sympy
 
 from ..numeric import Number
 from ..problem import Mistake, Problem

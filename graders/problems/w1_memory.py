@@ -4,7 +4,6 @@ Source: Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
 Parameter Models" (SC 2020), section 3.1 (model states: 2Ψ + 2Ψ + KΨ with K = 12
 for mixed-precision Adam) and section 5 (stages P_os, P_os+g, P_os+g+p).
 """
-import sympy
 
 from ..numeric import Count, Number
 from ..problem import Mistake, Problem

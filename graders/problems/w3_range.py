@@ -23,7 +23,7 @@ import sympy
 
 from ..numeric import Count, Number
 from ..problem import Mistake, Problem
-from ..symbolic import Expr, symbols_for
+from ..symbolic import Expr
 
 # (fraction bits, exponent bits) of each 16-bit format
 FORMATS = {"float16": (10, 5), "bfloat16": (7, 8)}
