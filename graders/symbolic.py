@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import random
+from fractions import Fraction
 from dataclasses import dataclass
 
 import sympy
@@ -164,19 +165,32 @@ class Comparison:
 
 
 def compare(reference: sympy.Expr, answer: sympy.Expr, rtol: float = 1e-9,
-            timeout: float = COMPARE_SECONDS) -> Comparison:
-    """Decide whether `answer` equals `reference` as mathematics, within `timeout`."""
+            timeout: float = COMPARE_SECONDS, ranges: dict | None = None) -> Comparison:
+    """Decide whether `answer` equals `reference` as mathematics, within `timeout`.
+
+    `ranges` maps a symbol's name to the (low, high) interval it is sampled from
+    (default 0.3 to 4), for symbols whose meaning confines them, such as a
+    per-step decay ηλ that must stay below 1.
+    """
+    key = (sympy.srepr(reference), sympy.srepr(answer), rtol, tuple(sorted((ranges or {}).items())))
+    if key in _DECIDED:   # a class hands in the same expression many times: decide it once
+        return _DECIDED[key]
     try:
-        verdict, how = run_bounded(_decide, sympy.srepr(reference), sympy.srepr(answer), rtol,
-                                   timeout=timeout)
+        verdict, how = run_bounded(_decide, key[0], key[1], rtol, dict(ranges or {}), timeout=timeout)
     except Timeout:
         return Comparison("undecided", "timed out")
     except RuntimeError as exc:
         return Comparison("undecided", str(exc))
-    return Comparison(verdict, how)
+    result = Comparison(verdict, how)
+    if verdict in ("equal", "different") and len(_DECIDED) < 10_000:
+        _DECIDED[key] = result
+    return result
 
 
-def _decide(ref_text: str, ans_text: str, rtol: float):
+_DECIDED: dict = {}   # decided comparisons (pure functions of their texts); undecided ones are retried
+
+
+def _decide(ref_text: str, ans_text: str, rtol: float, ranges: dict):
     # Runs in the bounded child. Both texts come from the parent, which already
     # read the student's text through `from_srepr`; re-reading it here through
     # the same whitelist keeps the child free of any other parser.
@@ -191,7 +205,7 @@ def _decide(ref_text: str, ans_text: str, rtol: float):
     rng = random.Random(20260)
     inexact = bool(ref.atoms(sympy.Float) or ans.atoms(sympy.Float))
     for _ in range(SAMPLE_POINTS):
-        point = {sym: sympy.Rational(rng.randint(300, 4000), 1000) for sym in symbols}
+        point = {sym: _sample(rng, ranges.get(sym.name)) for sym in symbols}
         r = complex(ref.evalf(DIGITS, subs=point))
         a = complex(ans.evalf(DIGITS, subs=point))
         tol = (rtol if inexact else 1e-20) * max(abs(r), 1e-300)
@@ -200,10 +214,24 @@ def _decide(ref_text: str, ans_text: str, rtol: float):
     if inexact:
         return "equal", "sampling within tolerance"
     difference = ref - ans
-    for step in (sympy.expand, sympy.cancel, sympy.simplify):
+    for step in (sympy.expand, sympy.cancel, sympy.simplify, _simplify_powers):
         if step(difference) == 0:
             return "equal", step.__name__
     return "undecided", "sampling agreed but no proof"
+
+
+def _simplify_powers(expr):
+    # Combine powers and logs as if every base were positive. Sampling has already
+    # shown agreement where the symbols are meaningful, so this only finishes the proof.
+    return sympy.simplify(sympy.powdenest(expr, force=True))
+
+
+def _sample(rng: random.Random, interval) -> sympy.Rational:
+    if interval is None:
+        return sympy.Rational(rng.randint(300, 4000), 1000)
+    low, high = interval
+    fraction = Fraction(low + (high - low) * rng.random()).limit_denominator(10**15)
+    return sympy.Rational(fraction.numerator, fraction.denominator)
 
 
 def _free_names(text: str) -> set[str]:
@@ -219,6 +247,7 @@ class Expr:
     symbols: tuple[str, ...]
     rtol: float = 1e-9   # used only when an expression holds floating-point constants
     points: float = 1.0
+    ranges: tuple = ()   # ((name, (low, high)), ...): where to sample confined symbols
 
     def read(self, ans) -> sympy.Expr:
         """The student's expression, read safely; raises ExpressionError."""
@@ -240,7 +269,7 @@ class Expr:
         except ExpressionError as exc:
             return Outcome(INVALID, f"{exc}.")
         reference = from_srepr(sympy.srepr(ref), symbols_for(self.symbols))
-        result = compare(reference, expr, rtol=self.rtol)
+        result = compare(reference, expr, rtol=self.rtol, ranges=dict(self.ranges))
         if result.verdict == "equal":
             return Outcome(PASS)
         if result.verdict == "different":

@@ -89,3 +89,13 @@ def test_float_constants_compare_within_the_stated_tolerance():
     assert check.judge(reference, sympy.Float(0.6000001) * C**sympy.Float(0.5)).status == PASS
     assert check.judge(reference, sympy.Float(0.61) * C**sympy.Float(0.5)).status == FAIL
     assert check.judge(reference, sympy.Float(0.6) * C**sympy.Float(0.49)).status == FAIL
+
+
+def test_confined_symbols_are_sampled_where_they_mean_something():
+    # (1 - eta*lambda)**t and exp(t*log(1 - eta*lambda)) agree only while eta*lambda < 1
+    s = symbols_for(("eta", "lambda", "t"))
+    reference = (1 - s["eta"] * s["lambda"]) ** s["t"]
+    rewritten = sympy.exp(s["t"] * sympy.log(1 - s["eta"] * s["lambda"]))
+    confined = Expr(symbols=("eta", "lambda", "t"), ranges=(("eta", (1e-5, 1e-2)), ("lambda", (0.0, 0.3))))
+    assert confined.judge(reference, rewritten).status == PASS   # proved, not only sampled
+    assert confined.judge(reference, (1 - s["eta"] * s["lambda"]) ** (s["t"] + 1)).status == FAIL

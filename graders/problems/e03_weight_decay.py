@@ -117,7 +117,7 @@ class WeightDecayProblem(Problem):
     checks = {
         "shrink_factor": Number(rtol=1e-3),
         "timescale_steps": Number(rtol=1e-3),
-        "shrink_expr": Expr(symbols=EXPR_SYMBOLS),
+        "shrink_expr": Expr(symbols=EXPR_SYMBOLS, ranges=(("eta", (1e-5, 1e-2)), ("lambda", (0.0, 0.3)))),
         # measured in torch; float64 is asked for, float32 drifts by ~1e-4 over 10k steps
         "adamw_factor": Number(rtol=2e-3),
         "l2_first_step": Number(rtol=1e-3),
