@@ -50,6 +50,7 @@ def autograde_nbgrader(root: Path, scratch: Path, assignment: str,
     return read_scores(course, assignment, submissions)
 
 
+
 def read_scores(course: Path, assignment: str, submissions) -> dict[str, dict[str, NotebookScore]]:
     from nbgrader.api import Gradebook
     scores: dict[str, dict[str, NotebookScore]] = {}
@@ -58,8 +59,12 @@ def read_scores(course: Path, assignment: str, submissions) -> dict[str, dict[st
             for notebook_id in notebooks:
                 nb = gb.find_submission_notebook(notebook_id, assignment, student)
                 graded = course / "autograded" / student / assignment / f"{notebook_id}.ipynb"
+                # Only what the autograder decides: task cells and prose answers wait
+                # for a person in formgrader and are no part of the gate's verdict.
+                auto = [g for g in nb.grades if not g.needs_manual_grade]
                 scores.setdefault(student, {})[notebook_id] = NotebookScore(
-                    nb.score, nb.max_score, feedback_lines(graded))
+                    sum(g.auto_score or 0.0 for g in auto), sum(g.max_score for g in auto),
+                    feedback_lines(graded))
     return scores
 
 
