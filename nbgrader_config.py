@@ -73,3 +73,10 @@ c.GenerateSolution.preprocessors = [
     "nbgrader.preprocessors.ClearHiddenTests",
 ]
 c.GenerateAssignment.create_assignment = True
+
+# --- feedback: what the student gets back shows results, never the hidden tests' source ---
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "nbgrader.preprocessors.ClearHiddenTests",
+]

@@ -5,11 +5,13 @@
   chapter check ID                    the gate for one item, with its verdicts
   chapter publish CHAPTER             gate, then build and mark the chapter published
   chapter build [--check]             regenerate (or check) source .ipynb, release/ and solutions/
+  chapter site [--out DIR] [--only ID ...]  render solutions/ as a static site (default: site/)
   chapter demo                        a small class through the exchange, graded, with feedback
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -89,13 +91,28 @@ def cmd_publish(args) -> int:
     root = contract.course_root()
     chapter = contract.find_chapter(args.chapter, root)
     build(root, write=True)
-    candidate = contract.Chapter(chapter.id, chapter.title, chapter.maturity, "published", chapter.strands)
+    candidate = dataclasses.replace(chapter, state="published")
     if run_gate(root, candidate) != 0:
         print(f"publish {chapter.id}: refused; it stays {chapter.state}")
         return 1
     contract.set_state(chapter.id, "published", root)
     print(f"publish {chapter.id}: published")
-    return 0
+    return publish_site(root, root / "site")
+
+
+def publish_site(root, out, only=None) -> int:
+    from .site import render_site
+    problems = render_site(root, out, items=only)
+    for line in problems:
+        print(f"site: {line}")
+    print(f"site: {out / 'index.html'}")
+    return 1 if problems else 0
+
+
+def cmd_site(args) -> int:
+    from pathlib import Path
+    root = contract.course_root()
+    return publish_site(root, Path(args.out).resolve() if args.out else root / "site", only=args.only)
 
 
 def cmd_build(args) -> int:
@@ -111,8 +128,20 @@ def cmd_build(args) -> int:
 
 def cmd_demo(args) -> int:
     from .demo import run
-    run()
+    run(site=True)
     return 0
+
+
+def cmd_autograde(args) -> int:
+    from pathlib import Path
+
+    from .autograde import autograde, limits_from, load_config
+    root = Path(args.course).resolve() if args.course else contract.course_root()
+    limits = limits_from(load_config(root), cell_seconds=args.cell_timeout,
+                         notebook_seconds=args.notebook_timeout)
+    report = autograde(root, args.assignment, workers=args.workers, limits=limits, force=args.force,
+                       progress=not args.no_progress, isolate=not args.no_isolation)
+    return 1 if report.failed else 0
 
 
 def main(argv=None) -> int:
@@ -135,9 +164,24 @@ def main(argv=None) -> int:
     p = sub.add_parser("publish", help="gate, build and mark a chapter published")
     p.add_argument("chapter")
     p.set_defaults(func=cmd_publish)
+    p = sub.add_parser("site", help="render solutions/ as a static site, each variant executed")
+    p.add_argument("--out", metavar="DIR", help="where to write it (default: site/ in the course)")
+    p.add_argument("--only", nargs="+", metavar="ID", help="execute only these items' solutions")
+    p.set_defaults(func=cmd_site)
     p = sub.add_parser("build", help="regenerate notebooks from source/*/*.pct.py")
     p.add_argument("--check", action="store_true")
     p.set_defaults(func=cmd_build)
+    p = sub.add_parser("autograde", help="grade every submission of an assignment, sandboxed")
+    p.add_argument("assignment")
+    p.add_argument("--workers", "-j", type=int, help="parallel graders (default: every core)")
+    p.add_argument("--force", action="store_true", help="regrade submissions the journal says are done")
+    p.add_argument("--course", help="the course directory (default: this checkout, or $CHAPTER_ROOT)")
+    p.add_argument("--cell-timeout", type=float, help="seconds per cell (default: Execute.timeout)")
+    p.add_argument("--notebook-timeout", type=float, help="seconds per notebook")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-isolation", action="store_true",
+                   help="skip namespaces (debugging only: student code can then see the course)")
+    p.set_defaults(func=cmd_autograde)
     p = sub.add_parser("demo", help="release, fetch, submit, collect, autograde and report a small class")
     p.set_defaults(func=cmd_demo)
     args = parser.parse_args(argv)

@@ -46,7 +46,8 @@ def fill(notebook: Path, how: str, root: Path) -> None:
     nbformat.write(nb, notebook)
 
 
-def run(where: Path | None = None, root: Path | None = None) -> dict[str, tuple[float, float]]:
+def run(where: Path | None = None, root: Path | None = None,
+        site: bool = False) -> dict[str, tuple[float, float]]:
     root = root or course_root()
     course = where or root / "demo-course"
     shutil.rmtree(course, ignore_errors=True)
@@ -86,9 +87,19 @@ def run(where: Path | None = None, root: Path | None = None) -> dict[str, tuple[
     print(f"\nfeedback for each student: {course / 'feedback'}/<student>/{ASSIGNMENT}/{NOTEBOOK}.html\n")
     for chapter in load_chapters(root):
         print(render(chapter_status(root, chapter), root))
+    if site:
+        from .site import render_site
+        print(f"\n== solutions site for {NOTEBOOK}, each variant executed")
+        for line in render_site(root, course / "site", items=[NOTEBOOK]):
+            print(f"site: {line}")
+        print(f"solutions site: {course / 'site' / 'index.html'} "
+              f"(the whole chapter: `chapter site`, written to site/)")
+    else:
+        print(f"\nsolutions site: `chapter site --only {NOTEBOOK}` writes site/index.html "
+              f"(`chapter site` for the whole chapter)")
     return table
 
 
 def main() -> int:
-    run(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else None)
+    run(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else None, site=True)
     return 0

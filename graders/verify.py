@@ -50,6 +50,15 @@ def autograde_nbgrader(root: Path, scratch: Path, assignment: str,
     return read_scores(course, assignment, submissions)
 
 
+def autograde_sandboxed(root: Path, scratch: Path, assignment: str,
+                        submissions: dict[str, dict[str, Path]]) -> dict[str, dict[str, NotebookScore]]:
+    """Grade `{student: {notebook_id: path}}` for one assignment with `chapter autograde`."""
+    from .autograde import autograde as engine
+    from .autograde import shared_zygote
+    course = prepare(root, scratch, assignment, submissions)
+    engine(course, assignment, progress=False, out=None, zygote=shared_zygote())
+    return read_scores(course, assignment, submissions)
+
 
 def read_scores(course: Path, assignment: str, submissions) -> dict[str, dict[str, NotebookScore]]:
     from nbgrader.api import Gradebook
@@ -84,5 +93,5 @@ def feedback_lines(path: Path) -> list[str]:
 
 
 def autograde(root: Path, scratch: Path, assignment: str, submissions):
-    """The grader students face (plain nbgrader with the course's configuration)."""
-    return autograde_nbgrader(root, scratch, assignment, submissions)
+    """The grader students face: `chapter autograde` (sandboxed; graded outside the student's kernel)."""
+    return autograde_sandboxed(root, scratch, assignment, submissions)

@@ -25,7 +25,9 @@ def test_the_gate_passes_w1_and_reports_the_draft_shortfall(scratch_course, caps
     assert "gate II.8: passed" in out
 
 
-def test_a_broken_solution_is_refused(scratch_course, capsys):
+@pytest.mark.parametrize("state", ["draft", "published"])
+def test_a_broken_solution_is_refused(scratch_course, capsys, state):
+    contract.set_state("II.8", state, scratch_course)
     source = scratch_course / "source/worked/w1-memory.pct.py"
     text = source.read_text()
     assert 'bytes_per_param = 2 + 2 + params["K"]' in text

@@ -1,0 +1,166 @@
+"""The published solutions site: a small static site made from `solutions/`.
+
+`render_site(root, out_dir)` writes
+- `index.html`: the chapter status table, then every item of the chapter by strand,
+  with a link to each variant's worked solution where one exists;
+- `<assignment>/<id>/index.html`: the item, with links to its variants;
+- `<assignment>/<id>/<label>.html`: the solution executed as a student of variant
+  `label` (JUPYTERHUB_USER set to `graders.variants.student_for(label, assignment)`),
+  exported with nbconvert's HTMLExporter, figures embedded as data URIs.
+
+Each (item, variant) is one job, executed with nbclient in its own process, so the
+site builds in parallel on every core. Nothing here is committed: `site/` is ignored.
+"""
+from __future__ import annotations
+
+import html
+import multiprocessing
+import os
+import shutil
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .contract import STRANDS, load_chapters, load_contracts
+from .variants import LABELS, student_for
+
+CELL_TIMEOUT = 120  # seconds; a solution that takes longer is a bug in the solution
+
+STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;
+       color: #1d1d1f; line-height: 1.45; }
+pre.status { background: #f5f5f7; padding: 1rem; overflow-x: auto; }
+table { border-collapse: collapse; margin: .5rem 0 1.5rem; }
+td, th { padding: .25rem .75rem; border-bottom: 1px solid #ddd; text-align: left; }
+.missing { color: #888; }
+nav a { margin-right: .75rem; }
+"""
+
+
+@dataclass(frozen=True)
+class Job:
+    notebook: str      # "assignment/id"
+    label: str         # variant A-D
+    source: Path       # solutions/<assignment>/<id>.ipynb
+    target: Path       # <out>/<assignment>/<id>/<label>.html
+
+
+def _page(title: str, body: str, up: str = "") -> str:
+    crumbs = f'<nav><a href="{up}index.html">chapter index</a></nav>' if up else ""
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>"
+            f"<body>{crumbs}{body}</body></html>\n")
+
+
+def render_variant(job: Job) -> str:
+    """Execute one solution as a student of one variant and write its HTML page."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+
+    assignment = job.notebook.split("/")[0]
+    nb = nbformat.read(job.source, as_version=4)
+    env = {**os.environ, "JUPYTERHUB_USER": student_for(job.label, assignment),
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline", "PYTHONWARNINGS": "ignore"}
+    # the kernel runs from the venv of this process, in the solution's folder
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=False,
+                            resources={"metadata": {"path": str(job.source.parent)}})
+    client.execute(env=env)
+    nb.metadata["title"] = f"{job.notebook.split('/')[-1]} · variant {job.label}"
+    exporter = HTMLExporter(template_name="lab", embed_images=True)
+    body, _ = exporter.from_notebook_node(nb)
+    job.target.parent.mkdir(parents=True, exist_ok=True)
+    job.target.write_text(body)
+    return str(job.target)
+
+
+def _run(job: Job) -> tuple[Job, str | None]:
+    try:
+        render_variant(job)
+        return job, None
+    except Exception as error:  # reported, and the item's page says so
+        return job, f"{type(error).__name__}: {str(error).strip().splitlines()[-1] if str(error).strip() else ''}"
+
+
+def _item_page(notebook: str, done: dict[str, bool], errors: dict[str, str]) -> str:
+    item = notebook.split("/")[-1]
+    rows = []
+    for label in LABELS:
+        if done.get(label):
+            rows.append(f'<tr><td><a href="{label}.html">variant {label}</a></td>'
+                        f'<td>as {html.escape(student_for(label, notebook.split("/")[0]))}</td></tr>')
+        else:
+            reason = html.escape(errors.get(label, "not built"))
+            rows.append(f'<tr><td class="missing">variant {label}</td><td class="missing">{reason}</td></tr>')
+    body = (f"<h1>{html.escape(item)}</h1><p>The worked solution, executed once for each variant.</p>"
+            f"<table>{''.join(rows)}</table>")
+    return _page(item, body, up="../../")
+
+
+def render_site(root: Path, out_dir: Path, items: list[str] | None = None,
+                workers: int | None = None, status: dict | None = None) -> list[str]:
+    """Write the site into `out_dir`; return one line per solution that could not be rendered.
+
+    `items` limits the solutions executed (ids such as "w1-memory"); the index still lists
+    the whole chapter, linking only what was built. `status` is the chapter status record
+    if the caller has it (otherwise it is computed, from cached verdicts where possible).
+    """
+    from .status import chapter_status, render
+
+    root, out_dir = Path(root), Path(out_dir)
+    chapters = load_chapters(root)
+    if out_dir.exists():
+        if any(out_dir.iterdir()) and not (out_dir / "index.html").exists():
+            raise ValueError(f"{out_dir} is not empty and holds no site: refusing to replace it")
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+
+    wanted = [nb for chapter in chapters for nb in chapter.notebooks
+              if (items is None or nb.split("/")[-1] in items)
+              and (root / "solutions" / f"{nb}.ipynb").exists()]
+    jobs = [Job(nb, label, root / "solutions" / f"{nb}.ipynb", out_dir / nb / f"{label}.html")
+            for nb in wanted for label in LABELS]
+    done: dict[str, dict[str, bool]] = {nb: {} for nb in wanted}
+    errors: dict[str, dict[str, str]] = {nb: {} for nb in wanted}
+    problems = []
+    if jobs:
+        workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
+        # spawned, not forked: the caller may hold threads (a browser driver, a server)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for job, error in pool.map(_run, jobs):
+                done[job.notebook][job.label] = error is None
+                if error:
+                    errors[job.notebook][job.label] = error
+                    problems.append(f"{job.notebook.split('/')[-1]} variant {job.label}: {error}")
+    for nb in wanted:
+        (out_dir / nb / "index.html").parent.mkdir(parents=True, exist_ok=True)
+        (out_dir / nb / "index.html").write_text(_item_page(nb, done[nb], errors[nb]))
+
+    contracts = load_contracts(root)
+    sections = []
+    for chapter in chapters:
+        record = status if status is not None and status.get("id") == chapter.id else chapter_status(root, chapter)
+        parts = [f"<h1>{html.escape(chapter.id)} {html.escape(chapter.title)}</h1>",
+                 f'<pre class="status">{html.escape(render(record, root))}</pre>']
+        for strand in STRANDS:
+            notebooks = chapter.strands.get(strand, ())
+            if not notebooks:
+                continue
+            rows = []
+            for nb in notebooks:
+                item = nb.split("/")[-1]
+                built = [label for label in LABELS if done.get(nb, {}).get(label)]
+                if built:
+                    links = " ".join(f'<a href="{nb}/{label}.html">{label}</a>' for label in built)
+                    rows.append(f'<tr><td><a href="{nb}/index.html">{html.escape(item)}</a></td>'
+                                f'<td>{links}</td></tr>')
+                else:
+                    rows.append(f'<tr><td class="missing">{html.escape(item)}</td>'
+                                f'<td class="missing">no published solution</td></tr>')
+            blurb = html.escape(contracts.get("strands", {}).get(strand, ""))
+            parts.append(f'<h2 id="{strand}">{strand}</h2><p>{blurb}</p><table>{"".join(rows)}</table>')
+        sections.append("".join(parts))
+    (out_dir / "index.html").write_text(_page("Solutions", "<hr>".join(sections)))
+    return problems

@@ -1,0 +1,23 @@
+"""The published solutions site, built for w1-memory only (each variant executed once)."""
+import re
+
+import pytest
+
+from graders.site import render_site
+from graders.variants import LABELS, student_for
+
+
+@pytest.mark.slow
+def test_site_for_w1_memory(scratch_course):
+    out = scratch_course / "site"
+    assert render_site(scratch_course, out, items=["w1-memory"]) == []
+    index = (out / "index.html").read_text()
+    assert "II.8 Training at Scale" in index and "mathematics" in index and "worked problems" in index
+    for label in LABELS:
+        assert f'href="worked/w1-memory/{label}.html"' in index
+        page = (out / "worked" / "w1-memory" / f"{label}.html").read_text()
+        # executed as a student of that variant: the setup cell's output names it
+        assert f"Student {student_for(label, 'worked')}: variant {label}:" in page
+        assert "BEGIN HIDDEN TESTS" not in page and "graders" not in page
+        assert not re.search(r'<img[^>]+src="(?!data:)', page), "figures are embedded"
+    assert (out / "worked" / "w1-memory" / "index.html").exists()
