@@ -17,7 +17,7 @@ import sys
 
 from . import contract
 from .build import build
-from .gate import gate, verdicts
+from .gate import gate
 from .status import chapter_status, render, shortfalls
 
 

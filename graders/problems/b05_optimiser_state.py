@@ -26,7 +26,6 @@ The real models of the variants, with N as their architectures give it:
 """
 import math
 
-import sympy
 import torch
 
 from ..numeric import Count, Number
