@@ -22,7 +22,10 @@ c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
 c.CourseDirectory.solution_directory = "solutions"
-c.CourseDirectory.db_url = "sqlite:///" + os.path.join(here, "gradebook.db")
+# The gradebook: SQLite in the course folder by default. A large course points
+# CHAPTER_DB_URL at PostgreSQL (postgresql+psycopg://user:password@host/db) so
+# that several graders and formgrader can write to it at once.
+c.CourseDirectory.db_url = os.environ.get("CHAPTER_DB_URL") or "sqlite:///" + os.path.join(here, "gradebook.db")
 # Percent-format source text (*.pct.py) carries the solutions: never copy it
 # into a release, a submission or an autograded folder.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.pct.py"]

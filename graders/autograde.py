@@ -24,6 +24,12 @@ OverwriteCells preprocessors, fed from a snapshot of the gradebook); missing
 cells are re-added; manually graded cells are left to formgrader. Unlike
 plain nbgrader, output on stderr (a warning) never zeroes a cell.
 
+With `--scheduler`, the grading of each submission runs as a task on a Dask
+cluster instead of a local process pool (`graders.cluster`); everything else
+here, journal and gradebook included, is the same, and runs in this process.
+The gradebook may be PostgreSQL: `record` then holds a per-student advisory
+lock, so several graders can write one gradebook at once.
+
 Every submission is journaled under `.chapter/autograde/<assignment>/`, keyed
 by a hash of the submission, the instructor's notebooks and the grader, so a
 re-run changes nothing and a run killed halfway resumes where it stopped.
@@ -31,6 +37,7 @@ re-run changes nothing and a run killed halfway resumes where it stopped.
 from __future__ import annotations
 
 import concurrent.futures as futures
+import contextlib
 import hashlib
 import json
 import logging
@@ -791,9 +798,37 @@ def limit_outputs(nb, course: Course) -> None:
 def record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> None:
     """Write one submission's grades into nbgrader's gradebook (values are set, never added)."""
     import warnings
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), writer_lock(gb, course.course_id, result.student):
         warnings.simplefilter("ignore")   # SQLAlchemy's autoflush notes inside nbgrader's own API
         _record(gb, course, result, late_plugin)
+
+
+@contextlib.contextmanager
+def writer_lock(gb, course_id: str, student: str):
+    """Let one grading process at a time write a given student's records.
+
+    SQLite locks the whole file for every write. PostgreSQL lets writers run side
+    by side, and nbgrader's update_or_create_* read, then insert: two graders
+    recording the same new student (two assignments graded at once, or a rerun
+    beside a run) would both insert and one would fail on the unique key. A
+    session-level advisory lock per (course, student), held on its own connection
+    across nbgrader's several commits, makes those steps atomic between graders.
+    """
+    engine = gb.db.get_bind()
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    from sqlalchemy import text
+    key = int.from_bytes(hashlib.sha256(f"{course_id}\0{student}".encode()).digest()[:8], "big", signed=True)
+    with engine.connect() as conn:
+        conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": key})
+        conn.commit()
+        try:
+            yield
+        finally:
+            gb.db.rollback()     # nothing uncommitted may outlive the lock
+            conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+            conn.commit()
 
 
 def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> None:
@@ -808,8 +843,13 @@ def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> N
             submission = gb.update_or_create_submission(assignment, student)
     else:
         submission = gb.update_or_create_submission(assignment, student)
+    from nbgrader.api import Grade
     for nb in result.notebooks:
         snb = gb.find_submission_notebook(nb.name, assignment, student)
+        # read manual scores fresh and hold the rows, so a grade formgrader saves meanwhile is not
+        # overwritten with a stale needs_manual_grade (SQLite ignores this and locks the file)
+        gb.db.query(Grade).filter(Grade.notebook_id == snb.id).with_for_update() \
+            .populate_existing().all()
         for grade in snb.grades:
             name = grade.cell.name
             if name not in nb.grades:
@@ -1051,8 +1091,13 @@ def shared_zygote(isolate: bool = True) -> Zygote:
 
 def autograde(root, assignment: str, workers: int | None = None, limits: Limits | None = None,
               force: bool = False, progress: bool = True, isolate: bool = True, zygote: Zygote | None = None,
-              students: list | None = None, out=sys.stdout) -> Report:
-    """Grade every submission of `assignment` in the course at `root`; see the module docstring."""
+              students: list | None = None, out=sys.stdout, scheduler: str | None = None) -> Report:
+    """Grade every submission of `assignment` in the course at `root`; see the module docstring.
+
+    With `scheduler` (a Dask scheduler's address), each submission is graded as a task on
+    that cluster's workers (`graders.cluster`); the journal, the gradebook and the
+    autograded folder are still written here, once per submission.
+    """
     started = time.monotonic()
     root = Path(root).resolve()
     config = load_config(root)
@@ -1085,7 +1130,15 @@ def autograde(root, assignment: str, workers: int | None = None, limits: Limits 
                 journal.put(result, "recorded")
             report.results[student] = result
             report.reused += 1
-    if todo:
+    if todo and scheduler:
+        from .cluster import grade_on_cluster
+        bar = _progress(len(everyone), report.reused, assignment, progress)
+        try:
+            grade_on_cluster(scheduler, course, limits, todo, keys, journal, late.plugin_inst, report, bar,
+                             isolate=isolate)
+        finally:
+            bar.close()
+    elif todo:
         own_zygote = zygote is None
         if own_zygote:
             zygote = Zygote(isolate=isolate, secrets=[root]).start()
@@ -1127,6 +1180,15 @@ def _progress(total, done, assignment, enabled):
                 disable=not enabled, file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
 
 
+def accept(gb, course, journal, late, report, result: SubmissionResult) -> None:
+    """Keep one graded submission: journal it, record it in the gradebook, write its notebooks."""
+    journal.put(result, "graded")
+    record(gb, course, result, late)
+    write_autograded(course, result)
+    journal.put(result, "recorded")
+    report.results[result.student] = result
+
+
 def _run_pool(course, limits, zygote, todo, keys, workers, journal, late, report, bar):
     """Grade `todo` in `workers` processes; survive a broken pool and a dying zygote."""
     from nbgrader.api import Gradebook
@@ -1151,11 +1213,7 @@ def _run_pool(course, limits, zygote, todo, keys, workers, journal, late, report
                     except Exception as exc:  # noqa: BLE001 - a bug must not stop the batch
                         kind, value = "error", f"{type(exc).__name__}: {exc}"
                     if kind == "ok":
-                        journal.put(value, "graded")
-                        record(gb, course, value, late)
-                        write_autograded(course, value)
-                        journal.put(value, "recorded")
-                        report.results[student] = value
+                        accept(gb, course, journal, late, report, value)
                         bar.update(1)
                         continue
                     attempts[student] += 1

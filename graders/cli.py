@@ -6,6 +6,7 @@
   chapter publish CHAPTER             gate, then build and mark the chapter published
   chapter build [--check]             regenerate (or check) source .ipynb, release/ and solutions/
   chapter site [--out DIR] [--only ID ...]  render solutions/ as a static site (default: site/)
+  chapter autograde ASSIGNMENT [--scheduler ADDRESS]   grade every submission, sandboxed
   chapter demo                        a small class through the exchange, graded, with feedback
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 
 from . import contract
@@ -140,11 +142,15 @@ def cmd_autograde(args) -> int:
     limits = limits_from(load_config(root), cell_seconds=args.cell_timeout,
                          notebook_seconds=args.notebook_timeout)
     report = autograde(root, args.assignment, workers=args.workers, limits=limits, force=args.force,
-                       progress=not args.no_progress, isolate=not args.no_isolation)
+                       progress=not args.no_progress, isolate=not args.no_isolation, scheduler=args.scheduler)
     return 1 if report.failed else 0
 
 
 def main(argv=None) -> int:
+    # nbgrader runs `alembic` by name when it creates a gradebook: find the one beside this Python
+    bin_dir = os.path.dirname(sys.executable)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
     parser = argparse.ArgumentParser(prog="chapter", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -175,6 +181,8 @@ def main(argv=None) -> int:
     p.add_argument("assignment")
     p.add_argument("--workers", "-j", type=int, help="parallel graders (default: every core)")
     p.add_argument("--force", action="store_true", help="regrade submissions the journal says are done")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="grade on a Dask cluster (tcp://host:8786); default: this machine's cores")
     p.add_argument("--course", help="the course directory (default: this checkout, or $CHAPTER_ROOT)")
     p.add_argument("--cell-timeout", type=float, help="seconds per cell (default: Execute.timeout)")
     p.add_argument("--notebook-timeout", type=float, help="seconds per notebook")

@@ -1,5 +1,10 @@
-"""Shared fixtures: the repository, and scratch copies of it that tests may break."""
+"""Shared fixtures: the repository, scratch copies of it that tests may break, and real servers."""
+import os
+import secrets
 import shutil
+import socket
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -31,3 +36,85 @@ def scratch_course(tmp_path, monkeypatch):
     root = copy_course(tmp_path, ["worked/w1-memory"])
     monkeypatch.setenv("CHAPTER_ROOT", str(root))
     return root
+
+
+# ---------------------------------------------------------------------- real servers on loopback
+# PostgreSQL: `.ci/run` starts Debian's server and names it in CHAPTER_TEST_POSTGRES (a URL
+# whose role may create databases). Without it, the fixture starts a private server of its
+# own in a temporary folder, or skips where PostgreSQL is not installed - except in CI,
+# where a missing server is a failure, never a skip.
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _private_postgres(tmp: Path):
+    """initdb + pg_ctl start in `tmp`, on 127.0.0.1 only; yields an admin URL; stops it after."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    if not found:
+        return None
+    bin_dir = found[-1].parent
+    data, port = tmp / "data", _free_port()
+    as_user = []
+    if os.geteuid() == 0:          # PostgreSQL will not run as root
+        shutil.chown(tmp, "postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    subprocess.run(as_user + [str(bin_dir / "initdb"), "-D", str(data), "-U", "chapter", "--auth=trust",
+                              "-E", "UTF8"], check=True, capture_output=True)
+    subprocess.run(as_user + [str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-l", str(tmp / "log"),
+                              "-o", f"-c listen_addresses=127.0.0.1 -p {port} -k {tmp}", "start"],
+                   check=True, capture_output=True)
+    stop = as_user + [str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]
+    return f"postgresql+psycopg://chapter@127.0.0.1:{port}/postgres", (stop, tmp)
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory):
+    url = os.environ.get("CHAPTER_TEST_POSTGRES")
+    stop = None
+    if not url:
+        # its own folder directly under /tmp: the postgres user cannot enter pytest's (0700)
+        started = _private_postgres(Path(tempfile.mkdtemp(prefix="chapter-postgres-")))
+        if started is None:
+            if os.environ.get("CI"):
+                pytest.fail("PostgreSQL is not installed and CHAPTER_TEST_POSTGRES is not set "
+                            "(.ci/run installs and starts it)")
+            pytest.skip("PostgreSQL is not installed here (.ci/run installs it)")
+        url, stop = started
+    yield url
+    if stop:
+        subprocess.run(stop[0], capture_output=True)
+        shutil.rmtree(stop[1], ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_db(postgres_server):
+    """A factory of fresh, empty PostgreSQL databases (dropped afterwards); returns their URLs."""
+    from sqlalchemy import create_engine, text
+    admin = create_engine(postgres_server, isolation_level="AUTOCOMMIT")
+    made = []
+
+    def make() -> str:
+        name = f"chapter_test_{secrets.token_hex(6)}"
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        made.append(name)
+        return postgres_server.rsplit("/", 1)[0] + f"/{name}"
+
+    yield make
+    with admin.connect() as conn:
+        for name in made:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory):
+    """A scheduler and two worker processes on 127.0.0.1, for one test module."""
+    from graders.cluster import LoopbackCluster
+    cluster = LoopbackCluster(tmp_path_factory.mktemp("dask"), workers=2)
+    yield cluster
+    cluster.close()
