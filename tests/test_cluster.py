@@ -228,6 +228,39 @@ def test_export_and_feedback_work_on_postgresql(both):
     assert len(tables["postgresql"][1]) == len(both["cls"])
 
 
+def formgrader_views(course: Path) -> dict:
+    """What formgrader's pages show, through the API they are built on (nbgrader's NbGraderAPI)."""
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    config = ag.load_config(course)
+    api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+    local = {"id", "source_path", "release_path", "index"}    # row ids and paths differ between courses
+
+    def clean(items, key):
+        return sorted(({k: v for k, v in item.items() if k not in local} for item in items), key=key)
+
+    views = {"assignments": clean(api.get_assignments(), lambda a: a["name"]),
+             "submissions": clean(api.get_submissions(ASSIGNMENT), lambda s: s["student"]),
+             "students": sorted(api.get_students(), key=lambda s: s["id"])}
+    for name in NOTEBOOKS:
+        views[name] = clean(api.get_notebook_submissions(ASSIGNMENT, name), lambda s: s["student"])
+    for student in submitted_students(course):
+        views[student] = clean(api.get_student_submissions(student), lambda s: s["name"])
+    return views
+
+
+def submitted_students(course: Path) -> list[str]:
+    return sorted(p.name for p in (course / "submitted").iterdir())
+
+
+def test_formgrader_shows_the_same_on_postgresql(both):
+    sqlite, pg = formgrader_views(both["local_course"]), formgrader_views(both["cluster_course"])
+    assert pg == sqlite
+    assert len(pg["submissions"]) == len(both["cls"])
+    assert {s["student"] for s in pg["submissions"] if s["score"] == s["max_score"] > 0} >= \
+        {s for s, what in both["cls"].items() if what == "solutions"}
+
+
 def test_a_rerun_on_the_cluster_changes_nothing(both, dask_cluster):
     before = rows(both["pg_url"])
     again = ag.autograde(both["cluster_course"], ASSIGNMENT, progress=False, out=None,
