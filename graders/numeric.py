@@ -115,10 +115,13 @@ class Outputs:
     student's output must have the same shape and agree within `rtol` (or
     `atol` near zero). A call that raised, or returned NaN or a non-number,
     makes the check invalid and says which call; no values are ever shown.
+    `reference` names what the outputs are compared with in the feedback: torch's
+    own function, or (for a paper's formula or definition) "the reference's".
     """
     rtol: float = 1e-6
     atol: float = 1e-9
     points: float = 1.0
+    reference: str = "torch's"
 
     def judge(self, ref, ans) -> Outcome:
         if isinstance(ans, dict) or not isinstance(ans, (list, tuple)):
@@ -137,7 +140,7 @@ class Outputs:
         if wrong:
             shown = ", ".join(map(str, wrong[:5])) + (" ..." if len(wrong) > 5 else "")
             return Outcome(FAIL, f"{len(wrong)} of {len(ref)} hidden calls (numbers {shown}) give "
-                                 f"outputs that differ from torch's (shape or values).")
+                                 f"outputs that differ from {self.reference} (shape or values).")
         return Outcome(PASS)
 
     def _same(self, ref, ans) -> bool:

@@ -6,6 +6,7 @@ holds the teaching; the class holds everything the grade depends on.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -28,6 +29,24 @@ class Probe:
     """A student function called on hidden inputs; its outputs are the answer."""
     function: str
     calls: list            # one list of JSON-able arguments per call
+
+
+@contextlib.contextmanager
+def one_torch_thread():
+    """Run torch on one intra-op thread, then restore the setting.
+
+    References that train or step a model run in the grading processes, which fork
+    workers; a process that forks after torch has started its OpenMP pool leaves the
+    children deadlocked on their first parallel op. The tensors are tiny, so extra
+    threads only add overhead, and the results do not depend on them.
+    """
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def seed_for(params: dict, salt: str) -> int:

@@ -29,7 +29,7 @@ import math
 import torch
 
 from ..numeric import Count, Number
-from ..problem import Mistake, Problem
+from ..problem import Mistake, Problem, one_torch_thread
 from ..symbolic import Expr, symbols_for
 
 ADAM_BYTES = {"fp32": 8, "mixed": 12}       # optimiser-state bytes per parameter
@@ -67,22 +67,15 @@ def tiny_model(widths, bias):
 def state_after_one_step(widths, bias, amsgrad):
     """The `state` part of a real AdamW state_dict() after one step on the tiny model.
 
-    It runs on one intra-op thread and restores the setting after: graders fork
-    worker processes, and a process that forks after torch has started its
-    OpenMP thread pool leaves the children deadlocked on their first parallel op.
+    On one intra-op thread (see `one_torch_thread`), leaving the caller's random state alone.
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with torch.random.fork_rng(devices=[]):      # leave the caller's random state alone
-            torch.manual_seed(0)
-            model = tiny_model(widths, bias)
-            optimiser = torch.optim.AdamW(model.parameters(), lr=1e-3, amsgrad=amsgrad)
-            model(torch.randn(4, widths[0])).square().mean().backward()
-            optimiser.step()
-            return optimiser.state_dict()["state"]
-    finally:
-        torch.set_num_threads(threads)
+    with one_torch_thread(), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = tiny_model(widths, bias)
+        optimiser = torch.optim.AdamW(model.parameters(), lr=1e-3, amsgrad=amsgrad)
+        model(torch.randn(4, widths[0])).square().mean().backward()
+        optimiser.step()
+        return optimiser.state_dict()["state"]
 
 
 def _layer_counts(widths, bias):

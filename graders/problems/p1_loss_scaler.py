@@ -25,7 +25,6 @@ rather than rewritten. Scheme: Micikevicius et al., "Mixed Precision Training"
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 from functools import lru_cache
@@ -35,24 +34,13 @@ import torch
 import torch.nn.functional as F
 
 from ..numeric import Number, Numbers, Outputs
-from ..problem import Mistake, Probe, Problem, seed_for
+from ..problem import Mistake, Probe, Problem, one_torch_thread, seed_for
 from .e05_loss_scaling import _check as _check_settings
 from .e05_loss_scaling import python_run, torch_run
 
 SETTINGS = ("init_scale", "growth_factor", "backoff_factor", "growth_interval")
 RUN = ("seed", "steps", "spikes", "nan_steps", "lr", "max_norm")
 ARGS = SETTINGS + RUN        # the order of a hidden call's arguments
-
-
-@contextlib.contextmanager
-def single_thread():
-    """Run torch on one thread (fast on a shared machine), then restore the setting."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 # --- the harness: identical to the locked cell of the notebook (a test checks it) ------
@@ -114,7 +102,7 @@ def run_with(make_scaler, q: dict):
     _validate(q)
     scaler = make_scaler(init_scale=float(q["init_scale"]), growth_factor=float(q["growth_factor"]),
                          backoff_factor=float(q["backoff_factor"]), growth_interval=int(q["growth_interval"]))
-    with single_thread():
+    with one_torch_thread():
         scales, skipped, weights = amp_run(scaler, q["seed"], q["steps"], q["spikes"], q["nan_steps"],
                                            q["lr"], q["max_norm"])
     return scales, skipped, weights, float(scaler.get_scale())

@@ -28,7 +28,6 @@ LLaMA 2 (Touvron et al. 2023), and torch's defaults.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import math
@@ -39,21 +38,10 @@ import torch
 import torch.nn.functional as F
 
 from ..numeric import Number, Numbers, Outputs
-from ..problem import Mistake, Probe, Problem, seed_for
+from ..problem import Mistake, Probe, Problem, one_torch_thread, seed_for
 
 ARGS = ("seed", "steps", "lr", "betas", "eps", "weight_decay", "max_norm", "spikes")
 CLIP_EPS = 1e-6
-
-
-@contextlib.contextmanager
-def single_thread():
-    """Run torch on one thread (fast on a shared machine), then restore the setting."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 # --- the harness: identical to the locked cell of the notebook (a test checks it) ------
@@ -180,7 +168,7 @@ def _cached_run(opt_kind, clip_kind, text):
         clip = torch.nn.utils.clip_grad_norm_
     else:
         clip = lambda params, max_norm: scratch_clip(params, max_norm, clip_kind)
-    with single_thread():
+    with one_torch_thread():
         return adamw_run(make, clip, *(q[k] for k in ARGS))
 
 

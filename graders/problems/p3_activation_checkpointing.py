@@ -28,7 +28,6 @@ dropout); the selective/full recomputation trade-off is Chen et al. 2016.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 from functools import lru_cache
@@ -39,22 +38,11 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from ..numeric import Count, Number, Outputs
-from ..problem import Mistake, Probe, Problem, seed_for
+from ..problem import Mistake, Probe, Problem, one_torch_thread, seed_for
 from ..symbolic import Expr, symbols_for
 
 ARGS = ("n_layers", "d", "batch", "seq", "segment", "seed")
 FP32 = 4
-
-
-@contextlib.contextmanager
-def single_thread():
-    """Run torch on one thread (fast on a shared machine), then restore the setting."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 # --- the harness: identical to the locked cell of the notebook (a test checks it) ------
@@ -175,7 +163,7 @@ def _validate(q: dict) -> None:
 def _cached(what, kind, text):
     q = json.loads(text)
     _validate(q)
-    with single_thread():
+    with one_torch_thread():
         if what == "measure":
             return measure(q, kind)
         return gradients(q, kind)

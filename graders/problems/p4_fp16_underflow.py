@@ -39,7 +39,7 @@ from torch import nn
 
 from ..feedback import FAIL, INVALID, PASS, Outcome
 from ..numeric import Count, Number, as_real
-from ..problem import Mistake, Probe, Problem, seed_for
+from ..problem import Mistake, Probe, Problem, one_torch_thread, seed_for
 
 FUNCTION = "run_fp16"
 N_EXAMPLES, N_IN, N_HIDDEN, BATCH = 256, 16, 32, 32
@@ -52,13 +52,8 @@ FP16_MAX = 65504.0
 @contextlib.contextmanager
 def quiet_torch():
     """One thread (tiny tensors; same bits as the notebook) and the caller's RNG left untouched."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with torch.random.fork_rng(devices=[]):
-            yield
-    finally:
-        torch.set_num_threads(threads)
+    with one_torch_thread(), torch.random.fork_rng(devices=[]):
+        yield
 
 
 # --- the harness (the notebook's locked cell runs the same code) -----------------------------

@@ -20,11 +20,9 @@ C/(6ND), and the rows where the two disagree by more than a factor.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
-from ..feedback import Outcome
 from ..numeric import Numbers, Outputs
 from ..problem import Mistake, Probe, Problem, seed_for
 from .e09_chinchilla import FLOPS_PER_PARAM_TOKEN, allocation
@@ -41,16 +39,6 @@ TABLE3 = (
     (67e9, 5.76e23, 1.5e12), (175e9, 3.85e24, 3.7e12), (280e9, 9.90e24, 5.9e12),
     (520e9, 3.43e25, 11.0e12), (1e12, 1.27e26, 21.2e12), (10e12, 1.30e28, 216.2e12),
 )
-
-
-@dataclass(frozen=True)
-class ReferenceOutputs(Outputs):
-    """numeric.Outputs, whose feedback names "the reference" rather than torch (these references
-    are a paper's formula or definition, not a torch function). Used by p7, p8 and p9."""
-
-    def judge(self, ref, ans) -> Outcome:
-        outcome = super().judge(ref, ans)
-        return Outcome(outcome.status, outcome.reason.replace("from torch's", "from the reference's"))
 
 
 def _positive(value, name, zero_ok=False):
@@ -152,7 +140,7 @@ class ChinchillaTableProblem(Problem):
         "D": {**PRINTED, "rows": _rows(1e9, 67e9, 280e9, 520e9), "factor": 2.5},
     }
     checks = {
-        "allocation_probe": ReferenceOutputs(rtol=1e-5, atol=0.0, points=2.0),
+        "allocation_probe": Outputs(rtol=1e-5, atol=0.0, points=2.0, reference="the reference's"),
         "n_fit": Numbers(rtol=1e-3),
         "d_fit": Numbers(rtol=1e-3),
         "n_ratio": Numbers(rtol=1e-3),

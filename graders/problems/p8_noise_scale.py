@@ -31,10 +31,9 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from ..numeric import Number
-from ..problem import Mistake, Probe, Problem, seed_for
+from ..numeric import Number, Outputs
+from ..problem import Mistake, Probe, Problem, one_torch_thread, seed_for
 from .e10_noise_scale import unbiased_g2, unbiased_trace
-from .p7_chinchilla_table import ReferenceOutputs
 
 FUNCTION = "noise_scale"
 
@@ -115,15 +114,11 @@ def batch_grad_sq_norms(model, x, y):
 @lru_cache(maxsize=64)
 def _measure_cached(key):
     p = json.loads(key)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)    # tiny tensors: extra threads only add overhead; results do not change
-    try:
+    with one_torch_thread():
         model, x, y = make_task(p)
         bs, bb, d = p["b_small"], p["b_big"], p["dim"]
         small = batch_grad_sq_norms(model, x.reshape(-1, bs, d), y.reshape(-1, bs))
         big = batch_grad_sq_norms(model, x.reshape(-1, bb, d), y.reshape(-1, bb))
-    finally:
-        torch.set_num_threads(threads)
     return math.fsum(small.tolist()) / len(small), math.fsum(big.tolist()) / len(big)
 
 
@@ -230,7 +225,7 @@ class NoiseScaleMeasurementProblem(Problem):
               "b_small": 4, "b_big": 512, "n_big": 32},
     }
     checks = {
-        "estimator_probe": ReferenceOutputs(rtol=1e-6, atol=1e-12, points=2.0),
+        "estimator_probe": Outputs(rtol=1e-6, atol=1e-12, points=2.0, reference="the reference's"),
         # float64 throughout; only the order of summation may differ from the reference
         "g2_small": Number(rtol=1e-6),
         "g2_big": Number(rtol=1e-6),

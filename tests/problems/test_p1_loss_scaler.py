@@ -10,8 +10,11 @@ import torch
 
 from graders import problems
 from graders.notebook import gather
+from graders.problem import one_torch_thread
 from graders.problems import p1_loss_scaler as mod
 from graders.problems.e05_loss_scaling import torch_run
+
+from .notebook_cells import cell_sources, run_cells
 
 P = problems.get("p1-loss-scaler")
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,26 +28,10 @@ PRINTED_INITIAL_SCALES = {"torch GradScaler": 2.0 ** 16, "Megatron-LM": 2.0 ** 3
 FP16_MAX = 65504.0          # IEEE 754 binary16, largest finite value
 
 
-def notebook_cells():
-    """The code of each cell of the percent-format source, keyed by grade_id (or index)."""
-    cells, current, key = {}, [], None
-    for line in SOURCE.read_text().splitlines():
-        if line.startswith("# %%"):
-            if key is not None:
-                cells[key] = "\n".join(current)
-            key = line.split('"grade_id": "')[1].split('"')[0] if "grade_id" in line else f"cell{len(cells)}"
-            current = []
-        else:
-            current.append(line)
-    cells[key] = "\n".join(current)
-    return cells
-
-
 def harness_namespace(scaler_class):
     """The notebook's locked harness cell, executed with `scaler_class` as DynamicLossScaler."""
     namespace = {"DynamicLossScaler": scaler_class}
-    exec(compile(notebook_cells()["harness"], "harness", "exec"), namespace)  # noqa: S102 - our own notebook
-    return namespace
+    return run_cells(SOURCE, ["harness"], namespace)
 
 
 def test_interface():
@@ -71,7 +58,7 @@ def test_variants_start_from_printed_defaults_and_differ():
 
 
 def test_notebook_harness_is_the_modules():
-    tree = ast.parse(notebook_cells()["harness"])
+    tree = ast.parse(cell_sources(SOURCE)["harness"])
     notebook_fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "amp_run")
     module_fn = ast.parse(inspect.getsource(mod.amp_run)).body[0]
     assert ast.dump(notebook_fn) == ast.dump(module_fn)
@@ -218,7 +205,7 @@ class _TorchDefaultsOnly(_Good):
 def test_gathered_student_classes():
     q = P.variants["C"]
     keys = P.cells["check_scaler"]
-    with mod.single_thread():
+    with one_torch_thread():
         for cls in (_Good, _DividesInstead):
             result = P.grade(q, gather(P, q, keys, harness_namespace(cls)), keys=keys)
             assert result.full_marks, (cls.__name__, result.feedback)

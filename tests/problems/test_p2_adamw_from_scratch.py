@@ -11,7 +11,10 @@ import torch
 
 from graders import problems
 from graders.notebook import gather
+from graders.problem import one_torch_thread
 from graders.problems import p2_adamw_from_scratch as mod
+
+from .notebook_cells import cell_sources, run_cells
 
 P = problems.get("p2-adamw-from-scratch")
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,24 +34,9 @@ PRINTED = {
 }
 
 
-def notebook_cells():
-    cells, current, key = {}, [], None
-    for line in SOURCE.read_text().splitlines():
-        if line.startswith("# %%"):
-            if key is not None:
-                cells[key] = "\n".join(current)
-            key = line.split('"grade_id": "')[1].split('"')[0] if "grade_id" in line else f"cell{len(cells)}"
-            current = []
-        else:
-            current.append(line)
-    cells[key] = "\n".join(current)
-    return cells
-
-
 def harness_namespace(optimizer_class, clip):
     namespace = {"ScratchAdamW": optimizer_class, "clip_grad_norm": clip}
-    exec(compile(notebook_cells()["harness"], "harness", "exec"), namespace)  # noqa: S102 - our own notebook
-    return namespace
+    return run_cells(SOURCE, ["harness"], namespace)
 
 
 def test_interface():
@@ -75,7 +63,7 @@ def test_variants_use_the_printed_hyperparameters_and_differ():
 
 
 def test_notebook_harness_is_the_modules():
-    tree = ast.parse(notebook_cells()["harness"])
+    tree = ast.parse(cell_sources(SOURCE)["harness"])
     notebook_fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "adamw_run")
     assert ast.dump(notebook_fn) == ast.dump(ast.parse(inspect.getsource(mod.adamw_run)).body[0])
 
@@ -250,7 +238,7 @@ def _clip_twice_through_generator(parameters, max_norm):
 def test_gathered_student_code():
     q = P.variants["A"]
     keys = P.cells["check_adamw"]
-    with mod.single_thread():
+    with one_torch_thread():
         for opt, clip in ((mod.ScratchAdamW, mod.scratch_clip), (_Naive, _naive_clip)):
             result = P.grade(q, gather(P, q, keys, harness_namespace(opt, clip)), keys=keys)
             assert result.full_marks, (opt.__name__, result.feedback)

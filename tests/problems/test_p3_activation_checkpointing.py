@@ -12,7 +12,10 @@ import torch
 
 from graders import problems
 from graders.notebook import gather
+from graders.problem import one_torch_thread
 from graders.problems import p3_activation_checkpointing as mod
+
+from .notebook_cells import cell_sources, run_cells
 
 P = problems.get("p3-activation-checkpointing")
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,24 +30,9 @@ KORTHIKANTI = {"attention": 11, "mlp": 19, "layernorms": 4, "total": 34,
                "layernorm_input": 2}
 
 
-def notebook_cells():
-    cells, current, key = {}, [], None
-    for line in SOURCE.read_text().splitlines():
-        if line.startswith("# %%"):
-            if key is not None:
-                cells[key] = "\n".join(current)
-            key = line.split('"grade_id": "')[1].split('"')[0] if "grade_id" in line else f"cell{len(cells)}"
-            current = []
-        else:
-            current.append(line)
-    cells[key] = "\n".join(current)
-    return cells
-
-
 def harness_namespace(run_blocks, saved_tensor_stats):
     namespace = {"run_blocks": run_blocks, "saved_tensor_stats": saved_tensor_stats}
-    exec(compile(notebook_cells()["harness"], "harness", "exec"), namespace)  # noqa: S102 - our own notebook
-    return namespace
+    return run_cells(SOURCE, ["harness"], namespace)
 
 
 def test_interface():
@@ -56,13 +44,13 @@ def test_interface():
 
 
 def test_notebook_harness_is_the_modules():
-    tree = ast.parse(notebook_cells()["harness"])
+    tree = ast.parse(cell_sources(SOURCE)["harness"])
     for obj in (mod.Block, mod.make_stack, mod.loss_of):
         node = next(n for n in tree.body if getattr(n, "name", None) == obj.__name__)
         assert ast.dump(node) == ast.dump(ast.parse(inspect.getsource(obj)).body[0]), obj.__name__
     # the probes in the notebook do what the module's reference does
     ns = harness_namespace(mod.reference_run_blocks, mod.reference_saved_stats)
-    with mod.single_thread():
+    with one_torch_thread():
         for call in mod.probe_calls(P.variants["A"])[:3]:
             q = dict(zip(mod.ARGS, call))
             assert ns["saved_probe"](*call) == mod.measure(q)
@@ -190,7 +178,7 @@ def _storage_bytes_stats(fn, parameters):
 def test_gathered_student_functions():
     q = P.variants["D"]
     keys = P.cells["check_functions"]
-    with mod.single_thread():
+    with one_torch_thread():
         for run, stats in ((mod.reference_run_blocks, mod.reference_saved_stats),
                            (mod.reference_run_blocks, _storage_bytes_stats)):
             result = P.grade(q, gather(P, q, keys, harness_namespace(run, stats)), keys=keys)

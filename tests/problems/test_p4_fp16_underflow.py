@@ -3,7 +3,6 @@ against what the sources print, the notebook's harness against the module's, and
 import ast
 from pathlib import Path
 
-import jupytext
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,6 +10,8 @@ import torch.nn.functional as F
 from graders import problems
 from graders.notebook import gather
 from graders.problems import p4_fp16_underflow as p4
+
+from .notebook_cells import cell_sources, run_cells
 
 P = problems.get("p4-fp16-underflow")
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,19 +24,9 @@ SOURCE = ROOT / "source/practice/p4-fp16-underflow.pct.py"
 PRINTED = {"min_subnormal": 2.0 ** -24, "max": 65504.0, "min_normal": 2.0 ** -14}
 
 
-def cell_sources(path):
-    """{grade_id: source} of the notebook's cells that carry one."""
-    nb = jupytext.read(path)
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if "nbgrader" in c.metadata and "grade_id" in c.metadata["nbgrader"]}
-
-
 def notebook_namespace(step=None):
     """A fresh namespace with the notebook's locked harness and its published step (or `step`)."""
-    cells = cell_sources(SOURCE)
-    namespace = {}
-    exec(cells["harness"], namespace)
-    exec(cells["answer_step"], namespace)
+    namespace = run_cells(SOURCE, ["harness", "answer_step"])
     if step is not None:
         namespace["mixed_precision_step"] = step
     return namespace

@@ -5,7 +5,6 @@ import itertools
 import random
 from pathlib import Path
 
-import jupytext
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,6 +12,8 @@ import torch.nn.functional as F
 from graders import problems
 from graders.notebook import gather
 from graders.problems import p5_loss_spike as p5
+
+from .notebook_cells import cell_sources, run_cells
 
 P = problems.get("p5-loss-spike")
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,18 +31,8 @@ GPT3_CLIP_NORM = 1.0
 BETAS = (0.9, 0.95)
 
 
-def cell_sources(path):
-    nb = jupytext.read(path)
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if "nbgrader" in c.metadata and "grade_id" in c.metadata["nbgrader"]}
-
-
 def notebook_namespace():
-    cells = cell_sources(SOURCE)
-    namespace = {}
-    for grade_id in ("harness", "answer_detector"):
-        exec(cells[grade_id], namespace)
-    return namespace
+    return run_cells(SOURCE, ["harness", "answer_detector"])
 
 
 def first_adam_step(q, max_norm=None):

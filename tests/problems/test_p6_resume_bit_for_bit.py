@@ -4,7 +4,6 @@ import ast
 import copy
 from pathlib import Path
 
-import jupytext
 import pytest
 import sympy
 import torch
@@ -12,6 +11,8 @@ import torch
 from graders import problems
 from graders.notebook import gather
 from graders.problems import p6_resume_bit_for_bit as p6
+
+from .notebook_cells import cell_sources, run_cells
 
 P = problems.get("p6-resume-bit-for-bit")
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,18 +30,9 @@ MT19937_WORDS = 624
 ADAMW_MOMENTS = 2
 
 
-def cell_sources(path):
-    nb = jupytext.read(path)
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
-            if "nbgrader" in c.metadata and "grade_id" in c.metadata["nbgrader"]}
-
-
 def notebook_namespace(save=None, load=None):
     """A fresh namespace with the locked harness and the published save/load (or replacements)."""
-    cells = cell_sources(SOURCE)
-    namespace = {}
-    for grade_id in ("setup", "harness", "answer_checkpoint"):
-        exec(cells[grade_id], namespace)
+    namespace = run_cells(SOURCE, ["setup", "harness", "answer_checkpoint"])
     if save is not None:
         namespace["save_checkpoint"] = save
     if load is not None:

@@ -1,0 +1,20 @@
+"""Reading a source notebook's cells in tests: what the locked harness and answer cells hold."""
+from pathlib import Path
+
+import jupytext
+
+
+def cell_sources(path: Path) -> dict[str, str]:
+    """{grade_id: source} of the cells of a percent-format source notebook that carry one."""
+    nb = jupytext.read(path)
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
+            if "nbgrader" in c.metadata and "grade_id" in c.metadata["nbgrader"]}
+
+
+def run_cells(path: Path, grade_ids, namespace: dict | None = None) -> dict:
+    """Execute the named cells, in order, in `namespace` (a fresh one by default); return it."""
+    cells = cell_sources(path)
+    namespace = {} if namespace is None else namespace
+    for grade_id in grade_ids:
+        exec(compile(cells[grade_id], grade_id, "exec"), namespace)  # noqa: S102 - our own notebook
+    return namespace
