@@ -269,6 +269,19 @@ def test_a_rerun_on_the_cluster_changes_nothing(both, dask_cluster):
     assert rows(both["pg_url"]) == before
 
 
+def test_the_command_line_grades_on_the_cluster(both, dask_cluster):
+    """`chapter autograde ASSIGNMENT --scheduler ADDRESS`, as an instructor types it."""
+    import subprocess
+    import sys
+    chapter = Path(sys.executable).parent / "chapter"
+    run = subprocess.run([str(chapter), "autograde", ASSIGNMENT, "--course", str(both["cluster_course"]),
+                          "--scheduler", dask_cluster.address, "--no-progress"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"{len(both['cls'])} submissions" in run.stdout and "unchanged since the last run" in run.stdout
+    assert "with 2 workers" in run.stdout
+
+
 # ---------------------------------------------------------------------- concurrent writers
 def _record_all(course: str, results_json: list, seed: int, barrier) -> None:
     course_obj = ag.load_course(Path(course), ASSIGNMENT)
