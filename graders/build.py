@@ -10,7 +10,10 @@ All three are committed, and `check` says where any has drifted from its source.
 """
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,9 +42,25 @@ def assignments(root: Path) -> list[str]:
     return sorted(p.name for p in (root / "source").iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
+INCLUDE = re.compile(r"^# chapter: include ([\w.]+)\.(\w+)$", re.MULTILINE)
+
+
+def include_sources(text: str) -> str:
+    """Each `# chapter: include MODULE.NAME` line replaced by that function's or class's source.
+
+    A practice notebook's locked harness runs the very code its problem module's
+    reference runs (the training loop, the data); the code is written once, in
+    the module, and the notebook cell names it.
+    """
+    def source(match):
+        obj = getattr(importlib.import_module(match[1]), match[2])
+        return inspect.getsource(obj).rstrip("\n")
+    return INCLUDE.sub(source, text)
+
+
 def notebook_text(pct: Path) -> str:
     """The .ipynb text generated from one percent-format source."""
-    nb = jupytext.read(pct)
+    nb = jupytext.reads(include_sources(pct.read_text()), fmt="py:percent")
     nb.metadata.pop("jupytext", None)
     for i, cell in enumerate(nb.cells):  # stable ids, so regenerating changes nothing
         cell.id = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell-{i}"

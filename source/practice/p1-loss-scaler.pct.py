@@ -104,43 +104,7 @@ import torch
 import torch.nn.functional as F
 
 
-def amp_run(scaler, seed, steps, spikes, nan_steps, lr, max_norm):
-    """Train a tiny MLP with fp16 autocast and `scaler`; return (scales, skipped, weights).
-
-    scales[i] is the scale in force during step i, skipped[i] is 1 when step i's
-    update was skipped, and weights are the final parameters, flattened.
-    `spikes` is a list of [step, factor] pairs: at that step the targets are
-    multiplied by factor (an outlier batch). At the steps in `nan_steps` one
-    input is NaN (a corrupt example).
-    """
-    gen = torch.Generator().manual_seed(int(seed))
-    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(0.5 * torch.randn(p.shape, generator=gen))
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    teacher = torch.randn(8, 1, generator=gen)
-    factor = {int(step): float(f) for step, f in spikes}
-    scales, skipped = [], []
-    for step in range(int(steps)):
-        x = torch.randn(64, 8, generator=gen)
-        y = torch.tanh(x @ teacher) * factor.get(step, 1.0)
-        if step in nan_steps:
-            x[0, 0] = float("nan")
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.float16):
-            out = model(x)
-        loss = F.mse_loss(out.float(), y)
-        scales.append(float(scaler.get_scale()))
-        before = [p.detach().clone() for p in model.parameters()]
-        scaler.scale(loss).backward()
-        scaler.unscale_(opt)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-        scaler.step(opt)
-        scaler.update()
-        skipped.append(int(all(torch.equal(b, p) for b, p in zip(before, model.parameters()))))
-    weights = torch.cat([p.detach().flatten() for p in model.parameters()]).tolist()
-    return scales, skipped, weights
+# chapter: include graders.problems.p1_loss_scaler.amp_run
 
 
 def _your_scaler(init_scale, growth_factor, backoff_factor, growth_interval):

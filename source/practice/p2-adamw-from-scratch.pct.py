@@ -103,37 +103,7 @@ import torch
 import torch.nn.functional as F
 
 
-def adamw_run(make_optimizer, clip, seed, steps, lr, betas, eps, weight_decay, max_norm, spikes):
-    """Train a small float64 MLP; return (pre-clip gradient norms, final weights, final loss).
-
-    At each step the gradients are clipped with `clip(parameters, max_norm)`, which
-    returns the norm before clipping, and then `optimizer.step()` runs. `spikes` is
-    a list of [step, factor] pairs: that step's inputs are multiplied by factor.
-    The final loss is measured on a fixed held-out batch.
-    """
-    gen = torch.Generator().manual_seed(int(seed))
-    model = torch.nn.Sequential(torch.nn.Linear(6, 24), torch.nn.GELU(), torch.nn.Linear(24, 4)).double()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(0.3 * torch.randn(p.shape, generator=gen, dtype=torch.float64))
-    teacher = torch.randn(6, 4, generator=gen, dtype=torch.float64)
-    xs = 0.3 * torch.randn(int(steps), 32, 6, generator=gen, dtype=torch.float64)
-    x_eval = 0.3 * torch.randn(256, 6, generator=gen, dtype=torch.float64)
-    for step, factor in spikes:
-        xs[int(step)] *= float(factor)
-    optimizer = make_optimizer(model.parameters(), lr=lr, betas=(betas[0], betas[1]), eps=eps,
-                               weight_decay=weight_decay)
-    norms = []
-    for t in range(int(steps)):
-        optimizer.zero_grad()
-        loss = F.cross_entropy(model(xs[t]), (xs[t] @ teacher).argmax(dim=1))
-        loss.backward()
-        norms.append(float(clip(model.parameters(), max_norm)))
-        optimizer.step()
-    with torch.no_grad():
-        final_loss = float(F.cross_entropy(model(x_eval), (x_eval @ teacher).argmax(dim=1)))
-    weights = torch.cat([p.detach().flatten() for p in model.parameters()]).tolist()
-    return norms, weights, final_loss
+# chapter: include graders.problems.p2_adamw_from_scratch.adamw_run
 
 
 def adamw_norms(seed, steps, lr, betas, eps, weight_decay, max_norm, spikes):

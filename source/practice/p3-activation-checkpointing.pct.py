@@ -100,28 +100,10 @@ import torch
 import torch.nn.functional as F
 
 
-class Block(torch.nn.Module):
-    """A pre-LayerNorm MLP block of a transformer layer: x + fc2(gelu(fc1(norm(x))))."""
-
-    def __init__(self, d):
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(d)
-        self.fc1 = torch.nn.Linear(d, 4 * d)
-        self.fc2 = torch.nn.Linear(4 * d, d)
-
-    def forward(self, x):
-        return x + self.fc2(F.gelu(self.fc1(self.norm(x))))
+# chapter: include graders.problems.p3_activation_checkpointing.Block
 
 
-def make_stack(n_layers, d, batch, seq, seed):
-    """L blocks of width d with seeded weights, and an input of shape (batch, seq, d)."""
-    gen = torch.Generator().manual_seed(int(seed))
-    blocks = torch.nn.ModuleList([Block(int(d)) for _ in range(int(n_layers))])
-    with torch.no_grad():
-        for p in blocks.parameters():
-            p.copy_(0.2 * torch.randn(p.shape, generator=gen))
-    x = torch.randn(int(batch), int(seq), int(d), generator=gen)
-    return blocks, x
+# chapter: include graders.problems.p3_activation_checkpointing.make_stack
 
 
 def loss_of(h):

@@ -101,24 +101,13 @@ torch.set_num_threads(1)   # tiny tensors: one thread is fastest, and the number
 N_EXAMPLES, N_IN, N_HIDDEN, BATCH = 256, 16, 32, 32
 
 
-def make_data(seed):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(N_EXAMPLES, N_IN, generator=g)
-    w = torch.randn(N_IN, 1, generator=g) / N_IN ** 0.5
-    y = torch.tanh(x @ w) + 0.1 * torch.randn(N_EXAMPLES, 1, generator=g)
-    return x, y
+# chapter: include graders.problems.p4_fp16_underflow.make_data
 
 
-def make_model(seed):
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(N_IN, N_HIDDEN), nn.Tanh(), nn.Linear(N_HIDDEN, N_HIDDEN), nn.Tanh(),
-                         nn.Linear(N_HIDDEN, 1))
+# chapter: include graders.problems.p4_fp16_underflow.make_model
 
 
-def full_loss(model, data):
-    x, y = data
-    with torch.no_grad():
-        return F.mse_loss(model(x), y).item()
+# chapter: include graders.problems.p4_fp16_underflow.full_loss
 
 
 def run_fp16(seed, steps, weight_exp, scale_exp, lr=0.1, step=None):
@@ -139,21 +128,7 @@ def run_fp16(seed, steps, weight_exp, scale_exp, lr=0.1, step=None):
     return [losses, zeros, full_loss(master, data)]
 
 
-def run_fp32(seed, steps, lr=0.1):
-    """The same run in plain fp32, without loss weight or scale: its final loss."""
-    data = make_data(seed)
-    x, y = data
-    model = make_model(seed)
-    order = torch.Generator().manual_seed(seed + 1)
-    for _ in range(steps):
-        idx = torch.randint(0, N_EXAMPLES, (BATCH,), generator=order)
-        loss = F.mse_loss(model(x[idx]), y[idx])
-        model.zero_grad(set_to_none=True)
-        loss.backward()
-        with torch.no_grad():
-            for p in model.parameters():
-                p -= lr * p.grad
-    return full_loss(model, data)
+# chapter: include graders.problems.p4_fp16_underflow.run_fp32
 
 
 # %% [markdown]

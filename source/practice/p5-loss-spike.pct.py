@@ -103,46 +103,16 @@ torch.set_num_threads(1)   # tiny tensors: one thread is fastest, and the number
 N_EXAMPLES, N_IN, N_HIDDEN = 256, 8, 32
 
 
-def make_data(seed):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(N_EXAMPLES, N_IN, generator=g)
-    w = torch.randn(N_IN, 1, generator=g) / math.sqrt(N_IN)
-    y = torch.sin(2 * (x @ w)) + 0.3 * torch.randn(N_EXAMPLES, 1, generator=g)
-    return x, y
+# chapter: include graders.problems.p5_loss_spike.make_data
 
 
-def make_model(seed):
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(N_IN, N_HIDDEN), nn.ReLU(), nn.Linear(N_HIDDEN, N_HIDDEN), nn.ReLU(),
-                         nn.Linear(N_HIDDEN, 1))
+# chapter: include graders.problems.p5_loss_spike.make_model
 
 
-def lr_factor(step, warmup_steps, total_steps):
-    """Linear warmup from peak/warmup_steps to the peak, then cosine decay to zero."""
-    if step < warmup_steps:
-        return (step + 1) / warmup_steps
-    return 0.5 * (1 + math.cos(math.pi * (step - warmup_steps) / max(1, total_steps - warmup_steps)))
+# chapter: include graders.problems.p5_loss_spike.lr_factor
 
 
-def train(seed, steps, peak_lr, warmup_steps=0, max_norm=None):
-    """Full-batch AdamW; returns (loss at each step, final loss, the trained model)."""
-    x, y = make_data(seed)
-    model = make_model(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=peak_lr, betas=(0.9, 0.95), weight_decay=0.0)
-    losses = []
-    for step in range(steps):
-        for group in opt.param_groups:
-            group["lr"] = peak_lr * lr_factor(step, warmup_steps, steps)
-        loss = F.mse_loss(model(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if max_norm is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-        opt.step()
-        losses.append(loss.item())
-    with torch.no_grad():
-        final = F.mse_loss(model(x), y).item()
-    return losses, final, model
+# chapter: include graders.problems.p5_loss_spike.train
 
 
 # %% [markdown]

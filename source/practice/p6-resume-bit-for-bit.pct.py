@@ -104,45 +104,16 @@ torch.set_num_threads(1)   # tiny tensors: one thread is fastest, and the number
 N_EXAMPLES, N_IN, N_CLASSES, BATCH = 256, 8, 4, 32
 
 
-def make_data(seed):
-    g = torch.Generator().manual_seed(1000 + seed)
-    x = torch.randn(N_EXAMPLES, N_IN, generator=g)
-    w = torch.randn(N_IN, N_CLASSES, generator=g)
-    y = (x @ w + 0.5 * torch.randn(N_EXAMPLES, N_CLASSES, generator=g)).argmax(dim=1)
-    return x, y
+# chapter: include graders.problems.p6_resume_bit_for_bit.make_data
 
 
-def lr_factor(step, warmup_steps, total_steps):
-    """Linear warmup to 1, then cosine decay to 0.1."""
-    if step < warmup_steps:
-        return (step + 1) / warmup_steps
-    progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
-    return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+# chapter: include graders.problems.p6_resume_bit_for_bit.lr_factor
 
 
-def make_run(seed, hidden, lr, warmup_steps, total_steps):
-    """Seed, then build the model, AdamW and the LambdaLR schedule, as a training script does."""
-    torch.manual_seed(seed)
-    model = nn.Sequential(nn.Linear(N_IN, hidden), nn.GELU(), nn.Dropout(0.1), nn.Linear(hidden, hidden),
-                          nn.GELU(), nn.Linear(hidden, N_CLASSES))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.1)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: lr_factor(step, warmup_steps, total_steps))
-    return model, optimizer, scheduler
+# chapter: include graders.problems.p6_resume_bit_for_bit.make_run
 
 
-def train_step(model, optimizer, scheduler, data):
-    """One step on a batch drawn from the global torch RNG; returns the loss."""
-    x, y = data
-    idx = torch.randint(0, N_EXAMPLES, (BATCH,))
-    model.train()
-    loss = F.cross_entropy(model(x[idx]), y[idx])
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
-    scheduler.step()
-    return loss.item()
+# chapter: include graders.problems.p6_resume_bit_for_bit.train_step
 
 
 def resume_curves(seed, hidden, total_steps, save_at, lr, warmup_steps, save=None, load=None):

@@ -68,29 +68,7 @@ VARIANT = "ABCD"[int.from_bytes(hashlib.sha256(f"practice:{STUDENT}".encode()).d
 params = VARIANTS[VARIANT]
 
 
-def make_task(params):
-    """The model at the moment of measurement, and the stream of fresh examples to measure on."""
-    seed, d, h = params["seed"], params["dim"], params["hidden"]
-    gen = torch.Generator().manual_seed(seed)
-    teacher = torch.randn(d, generator=gen, dtype=torch.float64) / d ** 0.5
-
-    def draw(n):
-        x = torch.randn(n, d, generator=gen, dtype=torch.float64)
-        y = torch.sin(2.0 * x @ teacher) + params["noise"] * torch.randn(n, generator=gen, dtype=torch.float64)
-        return x, y
-
-    torch.manual_seed(seed)
-    model = torch.nn.Sequential(torch.nn.Linear(d, h), torch.nn.Tanh(), torch.nn.Linear(h, 1)).double()
-    for _ in range(params["train_steps"]):          # plain SGD to the point of measurement
-        xb, yb = draw(32)
-        loss = ((model(xb).squeeze(-1) - yb) ** 2).mean()
-        model.zero_grad()
-        loss.backward()
-        with torch.no_grad():
-            for w in model.parameters():
-                w.add_(w.grad, alpha=-params["lr"])
-    x, y = draw(params["n_big"] * params["b_big"])
-    return model, x, y
+# chapter: include graders.problems.p8_noise_scale.make_task
 
 
 print(f"Student {STUDENT}: variant {VARIANT}: {params}")

@@ -75,22 +75,7 @@ VARIANT = "ABCD"[int.from_bytes(hashlib.sha256(f"practice:{STUDENT}".encode()).d
 params = VARIANTS[VARIANT]
 
 
-def make_task(params):
-    """A fresh model, its training stream and a held-out set; the same seed gives the same everything."""
-    seed, d, h = params["seed"], params["dim"], params["hidden"]
-    gen = torch.Generator().manual_seed(seed)
-    teacher = torch.randn(d, generator=gen, dtype=torch.float64) / d ** 0.5
-
-    def draw(n):
-        x = torch.randn(n, d, generator=gen, dtype=torch.float64)
-        y = torch.sin(2.0 * x @ teacher) + params["noise"] * torch.randn(n, generator=gen, dtype=torch.float64)
-        return x, y
-
-    x_train, y_train = draw(params["total"] * params["batch"])
-    x_eval, y_eval = draw(2048)
-    torch.manual_seed(seed)
-    model = torch.nn.Sequential(torch.nn.Linear(d, h), torch.nn.Tanh(), torch.nn.Linear(h, 1)).double()
-    return model, x_train, y_train, x_eval, y_eval
+# chapter: include graders.problems.p9_wsd_vs_cosine.make_task
 
 
 print(f"Student {STUDENT}: variant {VARIANT}: peak {params['peak_lr']}, floor {params['min_lr']}, "

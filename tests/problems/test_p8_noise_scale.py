@@ -23,6 +23,8 @@ from graders.notebook import gather
 from graders.problems import p8_noise_scale as module
 from graders.problems.e10_noise_scale import unbiased_g2, unbiased_trace
 
+from .notebook_cells import cell_sources
+
 P = problems.get("p8-noise-scale")
 NOTEBOOK = Path(__file__).resolve().parents[2] / "source" / "practice" / "p8-noise-scale.pct.py"
 
@@ -61,11 +63,10 @@ def autograd_protocol(params):
 
 # --- the notebook and the module agree --------------------------------------------------------------
 def test_notebook_setup_holds_make_task_verbatim():
-    text = NOTEBOOK.read_text()
-    assert inspect.getsource(module.make_task) in text
-    setup = text.split('"grade_id": "setup"')[1].split("# %%")[0]
+    setup = cell_sources(NOTEBOOK)["setup"]
+    assert inspect.getsource(module.make_task) in setup + "\n"
     assert "def make_task(params):" in setup
-    variants = next(n.value for n in ast.walk(ast.parse(setup.split("\n", 1)[1]))
+    variants = next(n.value for n in ast.walk(ast.parse(setup))
                     if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "VARIANTS")
     assert ast.literal_eval(variants) == P.variants
 

@@ -20,6 +20,8 @@ from graders.notebook import gather
 from graders.problems import p9_wsd_vs_cosine as module
 from graders.problems.e02_schedules import cosine_lr, wsd_lr
 
+from .notebook_cells import cell_sources
+
 P = problems.get("p9-wsd-vs-cosine")
 NOTEBOOK = Path(__file__).resolve().parents[2] / "source" / "practice" / "p9-wsd-vs-cosine.pct.py"
 
@@ -32,10 +34,9 @@ def lr_of(q, kind):
 
 # --- the notebook and the module agree ------------------------------------------------------------
 def test_notebook_setup_holds_make_task_verbatim():
-    text = NOTEBOOK.read_text()
-    assert inspect.getsource(module.make_task) in text
-    setup = text.split('"grade_id": "setup"')[1].split("# %%")[0]
-    variants = next(n.value for n in ast.walk(ast.parse(setup.split("\n", 1)[1]))
+    setup = cell_sources(NOTEBOOK)["setup"]
+    assert inspect.getsource(module.make_task) in setup + "\n"
+    variants = next(n.value for n in ast.walk(ast.parse(setup))
                     if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "VARIANTS")
     assert ast.literal_eval(variants) == P.variants
 
