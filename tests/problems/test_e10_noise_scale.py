@@ -137,12 +137,6 @@ def test_solve_refuses_invalid_inputs():
 
 
 # --- (b) grading --------------------------------------------------------------------------------
-@pytest.mark.parametrize("label", "ABCD")
-def test_reference_gets_full_marks(label):
-    q = P.variants[label]
-    assert P.grade(q, P.solve(q)).full_marks
-
-
 def test_variants_are_distinct():
     assert len({round(P.solve(q)["b_simple"]) for q in P.variants.values()}) == 4
     sides = {P.variants[k]["batch"] > P.solve(P.variants[k])["b_simple"] for k in "ABCD"}

@@ -129,12 +129,6 @@ def test_interface():
     assert set(P.checks) == {k for keys in P.cells.values() for k in keys}
 
 
-@pytest.mark.parametrize("label", "ABCD")
-def test_reference_gets_full_marks(label):
-    q = P.variants[label]
-    assert P.grade(q, P.solve(q)).full_marks
-
-
 def test_variants_are_distinct():
     answers = [tuple(P.solve(q)["disagree_rows"]) for q in P.variants.values()]
     assert len(set(answers)) == 4

@@ -133,12 +133,6 @@ def test_interface():
     assert set(P.checks) == {k for keys in P.cells.values() for k in keys}
 
 
-@pytest.mark.parametrize("label", "ABCD")
-def test_reference_gets_full_marks(label):
-    q = P.variants[label]
-    assert P.grade(q, P.solve(q)).full_marks
-
-
 def test_variants_are_distinct():
     assert len({round(P.solve(q)["b_simple"]) for q in P.variants.values()}) == 4
     sides = {q["b_big"] > P.solve(q)["b_simple"] for q in P.variants.values()}
