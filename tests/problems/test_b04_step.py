@@ -62,8 +62,6 @@ def test_invalid_parameters_raise(bad):
 
 def test_interface():
     assert (P.strand, P.kind, P.assignment) == ("basics", "basics", "basics")
-    assert set(P.variants) == set("ABCD") and len(P.mistakes) >= 3
-    assert set(P.checks) == {k for keys in P.cells.values() for k in keys}
     assert any(k.endswith("_expr") for k in P.checks)
 
 

@@ -195,8 +195,6 @@ def test_a_function_that_raises_or_is_missing_scores_zero():
 
 def test_interface():
     assert (P.strand, P.kind, P.assignment) == ("basics", "basics", "basics")
-    assert set(P.variants) == set("ABCD") and len(P.mistakes) >= 3
-    assert set(P.checks) == {k for keys in P.cells.values() for k in keys}
 
 
 def test_variants_differ():

@@ -88,15 +88,6 @@ def test_bad_parameters_are_refused():
 
 def test_interface():
     assert P.strand == "basics" and P.kind == "basics" and P.assignment == "basics"
-    assert set(P.checks) == {k for keys in P.cells.values() for k in keys}
-    assert len(P.mistakes) >= 3 and len(P.variants) == 4
-
-
-@pytest.mark.parametrize("label", "ABCD")
-def test_reference_gets_full_marks(label):
-    q = P.variants[label]
-    result = P.grade(q, P.solve(q))
-    assert result.full_marks, result.feedback
 
 
 def test_variants_differ():

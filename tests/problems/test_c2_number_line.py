@@ -117,16 +117,6 @@ def test_solve_rejects_bad_parameters():
 
 def test_problem_declares_the_interface():
     assert PROBLEM.strand == "concept" and PROBLEM.kind == "concept" and PROBLEM.assignment == "concept"
-    assert set(PROBLEM.variants) == set("ABCD")
-    assert set(PROBLEM.checks) == {k for keys in PROBLEM.cells.values() for k in keys}
-    assert len(PROBLEM.mistakes) >= 3
-
-
-@pytest.mark.parametrize("label", "ABCD")
-def test_reference_gets_full_marks(label):
-    params = PROBLEM.variants[label]
-    result = PROBLEM.grade(params, PROBLEM.solve(params))
-    assert result.full_marks, result.feedback
 
 
 def test_variants_differ():

@@ -109,13 +109,6 @@ def test_solve_accepts_any_valid_parameters_and_rejects_invalid_ones():
 
 # --- (b) the grade ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("label", "ABCD")
-def test_reference_gets_full_marks(label):
-    q = P.variants[label]
-    r = P.grade(q, P.solve(q))
-    assert r.full_marks, r.feedback
-
-
 def test_variants_differ():
     answers = [P.solve(q) for q in P.variants.values()]
     for key in ("shrink_factor", "timescale_steps", "adamw_factor", "l2_first_step"):

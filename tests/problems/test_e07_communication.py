@@ -129,14 +129,6 @@ def test_bubble_expr_is_gpipes():
     assert sympy.simplify(expr - (k - 1) / (m + k - 1)) == 0
 
 
-@pytest.mark.parametrize("label", "ABCD")
-def test_reference_gets_full_marks(label):
-    """Each variant's own reference answers earn every point."""
-    params = PROBLEM.variants[label]
-    result = PROBLEM.grade(params, PROBLEM.solve(params))
-    assert result.full_marks, result.feedback
-
-
 def test_variants_differ():
     """The four variants give four different sets of numbers."""
     keys = ("allreduce_bytes_per_device", "allreduce_seconds", "bubble_fraction")

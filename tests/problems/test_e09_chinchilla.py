@@ -151,13 +151,6 @@ def test_solve_refuses_invalid_parameters():
 
 
 # --- (b) grading ------------------------------------------------------------------------------
-@pytest.mark.parametrize("label", "ABCD")
-def test_reference_gets_full_marks(label):
-    params = P.variants[label]
-    result = P.grade(params, P.solve(params))
-    assert result.full_marks, result.feedback
-
-
 def test_variants_are_distinct():
     answers = [P.solve(q)["n_opt"] for q in P.variants.values()]
     assert len({round(math.log10(a), 3) for a in answers}) == 4

@@ -36,9 +36,6 @@ def harness_namespace(scaler_class):
 
 def test_interface():
     assert P.kind == "practice" and P.assignment == "practice" and P.strand == "practice"
-    assert set(P.variants) == set("ABCD")
-    assert set(P.checks) == {k for keys in P.cells.values() for k in keys}
-    assert len(P.mistakes) >= 3
 
 
 def test_gradscaler_defaults_are_the_printed_ones():
@@ -154,13 +151,6 @@ def test_probe_calls_are_deterministic_and_varied():
     assert any(c[1] != 2.0 or c[2] != 0.5 for c in calls)
     assert all(c[7] for c in calls)                     # every hidden run has a corrupt batch
     json.dumps(calls)                                    # plain data
-
-
-@pytest.mark.parametrize("label", "ABCD")
-def test_reference_scores_full_marks(label):
-    q = P.variants[label]
-    result = P.grade(q, P.solve(q))
-    assert result.full_marks, result.feedback
 
 
 class _Good(mod.ScratchScaler):

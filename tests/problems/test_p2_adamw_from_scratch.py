@@ -41,9 +41,6 @@ def harness_namespace(optimizer_class, clip):
 
 def test_interface():
     assert P.kind == "practice" and P.assignment == "practice" and P.strand == "practice"
-    assert set(P.variants) == set("ABCD")
-    assert set(P.checks) == {k for keys in P.cells.values() for k in keys}
-    assert len(P.mistakes) >= 3
 
 
 def test_torch_defaults_are_the_printed_ones():
@@ -168,13 +165,6 @@ def test_probe_calls_are_deterministic_and_varied():
     assert calls != P.probes(P.variants["D"])["adamw_norms"].calls
     assert len({json.dumps(c[2:7]) for c in calls}) == len(calls)
     json.dumps(calls)
-
-
-@pytest.mark.parametrize("label", "ABCD")
-def test_reference_scores_full_marks(label):
-    q = P.variants[label]
-    result = P.grade(q, P.solve(q))
-    assert result.full_marks, result.feedback
 
 
 class _Naive:

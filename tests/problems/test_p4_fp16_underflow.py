@@ -39,8 +39,6 @@ def notebook():
 
 def test_interface():
     assert (P.kind, P.strand, P.assignment) == ("practice", "practice", "practice")
-    assert set(P.checks) == {k for keys in P.cells.values() for k in keys}
-    assert len(P.mistakes) >= 3 and len(P.variants) == 4
     assert "run_probe" in P.probes(P.variants["A"])
 
 
@@ -172,13 +170,6 @@ def test_probe_calls_are_deterministic_and_include_an_overflow():
     with p4.quiet_torch():
         start = p4.full_loss(p4.make_model(calls[2][0]), p4.make_data(calls[2][0]))
     assert overflow[2] == start          # every step skipped: the weights never moved
-
-
-@pytest.mark.parametrize("label", "ABCD")
-def test_reference_scores_full_marks(label):
-    q = P.variants[label]
-    result = P.grade(q, P.solve(q))
-    assert result.full_marks, result.feedback
 
 
 def test_notebook_harness_and_step_score_full_marks(notebook):

@@ -51,8 +51,6 @@ def first_adam_step(q, max_norm=None):
 
 def test_interface():
     assert (P.kind, P.strand, P.assignment) == ("practice", "practice", "practice")
-    assert set(P.checks) == {k for keys in P.cells.values() for k in keys}
-    assert len(P.mistakes) >= 3 and len(P.variants) == 4
 
 
 @pytest.mark.parametrize("label", "ABCD")
@@ -122,13 +120,6 @@ def test_the_story_holds_in_every_variant():
         assert out["dead_units_nofix"] > out["dead_units_warmup"]
         assert out["final_loss_warmup"] < out["final_loss_clip"] < out["final_loss_nofix"]
     assert [P.solve(q)["spike_warmup"][0] for q in P.variants.values()].count(-1) == 3
-
-
-@pytest.mark.parametrize("label", "ABCD")
-def test_reference_scores_full_marks(label):
-    q = P.variants[label]
-    result = P.grade(q, P.solve(q))
-    assert result.full_marks, result.feedback
 
 
 def test_notebook_detector_and_harness_score_full_marks():

@@ -42,8 +42,6 @@ def notebook_namespace(save=None, load=None):
 
 def test_interface():
     assert (P.kind, P.strand, P.assignment) == ("practice", "practice", "practice")
-    assert set(P.checks) == {k for keys in P.cells.values() for k in keys}
-    assert len(P.mistakes) >= 3 and len(P.variants) == 4
     assert any(k.endswith("_expr") for k in P.checks)
 
 
@@ -115,13 +113,6 @@ def test_probe_calls_are_deterministic_and_save_in_and_after_warmup():
     assert calls != P.probes(P.variants["C"])["resume_probe"].calls
     (_, _, _, save1, _, warm1), (_, _, _, save2, _, warm2) = calls
     assert save1 < warm1 and save2 > warm2
-
-
-@pytest.mark.parametrize("label", "ABCD")
-def test_reference_scores_full_marks(label):
-    q = P.variants[label]
-    result = P.grade(q, P.solve(q))
-    assert result.full_marks, result.feedback
 
 
 def test_notebook_solution_scores_full_marks():

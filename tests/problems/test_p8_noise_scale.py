@@ -129,8 +129,6 @@ def test_probe_reference_is_e10s_estimator_on_positive_measurements():
 # --- (b) grading ------------------------------------------------------------------------------------
 def test_interface():
     assert (P.strand, P.kind, P.assignment) == ("practice", "practice", "practice")
-    assert set(P.variants) == set("ABCD") and len(P.mistakes) >= 3
-    assert set(P.checks) == {k for keys in P.cells.values() for k in keys}
 
 
 def test_variants_are_distinct():

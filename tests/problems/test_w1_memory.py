@@ -73,13 +73,6 @@ def test_unknown_stage_is_refused():
         P1.solve({"N": 1e9, "P": 8, "K": 12, "stage": 4})
 
 
-@pytest.mark.parametrize("label", "ABCD")
-def test_the_reference_gets_full_marks_in_every_variant(label):
-    params = P1.variants[label]
-    result = P1.grade(params, P1.solve(params))
-    assert result.full_marks, result.feedback
-
-
 def test_variants_give_different_answers():
     per_device_values = {P1.solve(p)["per_device_bytes"] for p in P1.variants.values()}
     assert len(per_device_values) == 4
