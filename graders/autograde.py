@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import concurrent.futures as futures
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -914,6 +915,20 @@ def _atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
 
 
 # ============================================================================ journal
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """A digest of the whole grading library (graders/**/*.py) as this process loaded it.
+
+    The gate keys its cached verdicts on it, and a cluster worker grades only when its
+    digest equals the grading process's. Read once per process.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(GRADER_FILES.rglob("*.py")):
+        digest.update(str(path.relative_to(GRADER_FILES)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def fingerprint(course: Course, limits: Limits) -> str:
     """What every grade depends on besides the submission: grader code, instructor cells, limits.
 

@@ -24,7 +24,6 @@ cannot be counted twice.
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 import shutil
 import signal
@@ -36,7 +35,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from .autograde import (GRADER_FILES, MAX_NOTEBOOK_BYTES, Course, SubmissionResult, accept,
+from .autograde import (MAX_NOTEBOOK_BYTES, Course, SubmissionResult, accept, code_digest,
                         grade_submission, isolation_warnings)
 from .sandbox import Limits, SandboxUnavailable, Zygote
 
@@ -48,15 +47,6 @@ MAX_FILE_BYTES = MAX_NOTEBOOK_BYTES
 
 class GraderMismatch(RuntimeError):
     """The worker's `graders` code is not the code this process grades with."""
-
-
-def code_digest() -> str:
-    """A digest of the grading code itself (graders/**/*.py), the same on every matching install."""
-    digest = hashlib.sha256()
-    for path in sorted(GRADER_FILES.rglob("*.py")):
-        digest.update(str(path.relative_to(GRADER_FILES)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 # ============================================================================ shipping files
@@ -88,7 +78,7 @@ def unpack(files: dict, folder: Path) -> None:
     for rel, entry in files.items():
         target = (folder / rel)
         if Path(rel).is_absolute() or ".." in Path(rel).parts or \
-                not str(target.resolve().parent).startswith(str(base)):
+                not target.resolve().parent.is_relative_to(base):
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         if "link" in entry:
