@@ -36,13 +36,11 @@ re-run changes nothing and a run killed halfway resumes where it stopped.
 """
 from __future__ import annotations
 
-import concurrent.futures as futures
 import contextlib
 import functools
 import hashlib
 import json
 import logging
-import multiprocessing
 import os
 import re
 import sys
@@ -53,6 +51,7 @@ from types import SimpleNamespace
 
 import nbformat
 
+from .bounded import Timeout, run_bounded
 from .sandbox import Limits, SandboxUnavailable, Zygote, run_job
 
 JOURNAL = Path(".chapter") / "autograde"
@@ -185,10 +184,65 @@ def limits_from(config, **overrides) -> Limits:
     if isinstance(timeout, (int, float)) and timeout > 0:
         limits.cell_seconds = float(timeout)
         limits.notebook_seconds = max(limits.notebook_seconds, 3 * float(timeout))
+    # any sandbox limit may be set in nbgrader_config.py: c.ChapterSandbox.tmp_bytes = 512 << 20
+    section = config.get("ChapterSandbox", {}) if config is not None else {}
+    for key in asdict(limits):
+        if key in section:
+            setattr(limits, key, type(getattr(limits, key))(section[key]))
     for key, value in overrides.items():
         if value is not None:
             setattr(limits, key, value)
     return limits
+
+
+FILE_COPY_BYTES = 64 << 20     # the largest data file the sandbox is given
+WORK_HEADROOM = 16 << 20       # room left in the sandbox's working folder for the notebook's own files
+
+
+def data_budget(limits: Limits) -> int:
+    return max(0, int(limits.tmp_bytes) - WORK_HEADROOM)
+
+
+def check_data_files(course: Course, limits: Limits) -> None:
+    """Refuse, before any grading, an assignment whose own data files cannot reach the sandbox."""
+    from nbgrader.utils import find_all_files
+    base = Path(course.source_dir)
+    if not base.is_dir():
+        return
+    sizes = {}
+    for path in find_all_files(str(base), course.ignore + ["*.ipynb", "timestamp.txt"]):
+        if os.path.isfile(path) and not os.path.islink(path):
+            sizes[os.path.relpath(path, base)] = os.path.getsize(path)
+    big = sorted(rel for rel, size in sizes.items() if size > FILE_COPY_BYTES)
+    total = sum(sizes.values())
+    if big or total > data_budget(limits):
+        mib = lambda n: f"{n / (1 << 20):.0f} MiB"  # noqa: E731
+        what = (f"{', '.join(f'{rel} ({mib(sizes[rel])})' for rel in big)} "
+                f"{'is' if len(big) == 1 else 'are'} larger than the {mib(FILE_COPY_BYTES)} a sandbox is given"
+                if big else
+                f"its data files take {mib(total)}, more than the {mib(data_budget(limits))} of working space "
+                f"a sandbox has (tmp_bytes {mib(int(limits.tmp_bytes))} less {mib(WORK_HEADROOM)} for the "
+                "notebook's own files)")
+        raise SystemExit(f"cannot grade {course.assignment}: {what}. Make the files smaller, or give each "
+                         "sandbox more room in nbgrader_config.py, e.g. "
+                         "c.ChapterSandbox.tmp_bytes = 1024 << 20 (memory is counted against it).")
+
+
+def fit_files(files: dict, limits: Limits) -> tuple[dict, list[str]]:
+    """The submission's data files that fit in the sandbox; a note for each one left out."""
+    kept, notes, total = {}, [], 0
+    for rel, path in sorted(files.items()):
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            continue
+        if size > FILE_COPY_BYTES or total + size > data_budget(limits):
+            notes.append(f"the submitted file {rel!r} ({size / (1 << 20):.0f} MiB) was too large to give the "
+                         "notebook and was left out")
+            continue
+        kept[rel] = path
+        total += size
+    return kept, notes
 
 
 def discover(course: Course) -> list[str]:
@@ -328,7 +382,9 @@ def restore_flags(nb, instructor: InstructorNotebook) -> list[str]:
             want["points"] = float(grade[name].max_score)
         elif name in task:
             want["points"] = float(task[name].max_score)
-        changed = any(meta.get(k) != v for k, v in want.items() if k not in ("schema_version", "points"))
+        # nbgrader writes only the flags a cell has: a missing flag is False, not a change
+        changed = any((bool(meta.get(k, False)) if isinstance(v, bool) else meta.get(k)) != v
+                      for k, v in want.items() if k not in ("schema_version", "points"))
         if "points" in want and float(meta.get("points") or 0) != want["points"]:
             notes.append(f"the points of cell {name!r} had been changed; the original value was restored")
         elif changed:
@@ -449,6 +505,8 @@ class NotebookResult:
     variant: str = ""
     run: dict = field(default_factory=dict)
     layers: dict = field(default_factory=dict)
+    checks: dict = field(default_factory=dict)     # grade_id -> {answer key: {"status", "mistake"}}
+    inside: list = field(default_factory=list)     # grade_ids judged the nbgrader way, in the sandbox
     notebook: str | None = None                    # the autograded .ipynb text
 
     @property
@@ -469,6 +527,64 @@ class SubmissionResult:
     @classmethod
     def from_json(cls, data) -> "SubmissionResult":
         return cls(data["student"], data["key"], [NotebookResult(**n) for n in data["notebooks"]])
+
+
+def task_seconds(course: Course, limits: Limits) -> float:
+    """How long one submission's grading may take in all: every notebook's run and its grading."""
+    cells = sum(len(nb.autograded_tests) for nb in course.notebooks.values())
+    return (len(course.notebooks) * (float(limits.notebook_seconds) + 30.0)
+            + cells * GRADE_SECONDS + 60.0)
+
+
+def warm_references(course: Course, student: str) -> None:
+    """Compute this student's references and declared mistakes here, in a long-lived process.
+
+    They depend on the variant only (trusted inputs), and grading each cell runs in a
+    fresh bounded child: what is cached here (the practice items' reference runs) the
+    children inherit instead of recomputing.
+    """
+    from .variants import variant_for
+    for name in course.notebooks:
+        problem = _problem(name)
+        if problem is None:
+            continue
+        params = problem.variants.get(variant_for(student, problem.assignment or course.assignment))
+        if params is None:
+            continue
+        with contextlib.suppress(Exception):   # a failure here shows again, bounded, when grading
+            problem.solve(params)
+            for mistake in problem.mistakes:
+                mistake.wrong(params)
+
+
+def grade_submission_bounded(course: Course, student: str, socket_path: str, limits: Limits,
+                             key: str = "") -> dict:
+    """`grade_submission` in a forked child with the task's time limit (for cluster workers).
+
+    Returns {"result": SubmissionResult JSON} or {"not_graded": why}; never hangs.
+    """
+    from . import symbolic
+    warm_references(course, student)
+
+    def work():
+        mark = symbolic.decided_count()
+        try:
+            result = grade_submission(course, student, socket_path, limits, key)
+        except SandboxUnavailable as exc:
+            return {"infra": str(exc)}
+        return {"result": result.to_json(), "decided": symbolic.decided_since(mark)}
+
+    seconds = task_seconds(course, limits)
+    try:
+        out = run_bounded(work, timeout=seconds, memory_bytes=8 << 30, max_output=1 << 30)
+    except Timeout:
+        return {"not_graded": f"grading took longer than {seconds:g} s and was stopped"}
+    except RuntimeError as exc:
+        return {"not_graded": f"grading failed: {exc}"[:300]}
+    if "infra" in out:   # not the student's fault: the task fails, and Dask retries it elsewhere
+        raise SandboxUnavailable(out["infra"])
+    symbolic.remember(out.pop("decided", ()))
+    return out
 
 
 def grade_submission(course: Course, student: str, socket_path: str, limits: Limits,
@@ -500,6 +616,8 @@ def grade_notebook(course, instructor, student, path, socket_path, limits) -> No
         job, tests = build_job(course, instructor, nb, student)
     except Exception as exc:  # noqa: BLE001 - a grader bug must not stop the batch
         return broken(out, instructor, course, f"the grader could not prepare this notebook ({exc!r:.200})")
+    job["files"], left_out = fit_files(job["files"], limits)
+    out.notes += left_out
     run = run_job(socket_path, job, limits)   # SandboxUnavailable propagates: not the student's fault
     out.run = {"status": run.status, "detail": run.detail, "seconds": run.seconds, "leftovers": run.leftovers}
     out.layers = {"monitor": run.monitor_layers, "sandbox": run.layers}
@@ -600,7 +718,12 @@ def build_job(course, instructor, nb, student):
             entry["keys"] = keys
             entry["probes"] = {k: {"function": probes_all[k].function, "calls": probes_all[k].calls}
                                for k in keys if k in probes_all}
-            info[index] = {"name": name, "keys": keys, "points": tests[name]}
+            info[index] = {"name": name, "keys": keys, "points": tests[name], "inside": not keys}
+            if not keys:
+                # No checks outside the sandbox know this cell (any nbgrader notebook's plain
+                # asserts): it is judged as nbgrader judges it, by running it whole, hidden
+                # tests included, inside the student's process, and reading its outputs.
+                entry["source"] = cell.source
         cells.append(entry)
     job = {"cells": cells, "env": {"JUPYTERHUB_USER": student},
            "files": extra_files(course, student)}
@@ -645,7 +768,8 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult)
         name = meta_cell.get("grade_id")
         if index in tests:
             cell.source = strip_hidden(cell.source, course.begin_hidden, course.end_hidden)
-            score, lines = score_test_cell(tests[index], message, problem, params, variant, stopped, out)
+            score, lines = score_test_cell(tests[index], message, problem, params, variant, stopped, out,
+                                           cell)
             out.grades[name] = score
             out.feedback += lines
             cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text="\n".join(lines) + "\n"))
@@ -666,6 +790,8 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult)
         else:
             errors.append(f"cell {index + 1} raised {str(message.get('ename') or 'an error')[:80]}")
     out.reasons = _unique(([stopped] if stopped else []) + errors + out.reasons)
+    if run.anomaly:
+        out.notes.append(run.anomaly)
     if run.leftovers:
         out.notes.append(f"{run.leftovers} process(es) the notebook started were still running at the end "
                          "and were killed")
@@ -711,40 +837,105 @@ def _stop_reason(run) -> str:
     }.get(run.status, f"the notebook could not be run{where}: {run.detail or run.status}")
 
 
-def score_test_cell(test, message, problem, params, variant, stopped, out: NotebookResult):
+GRADE_SECONDS = 30.0            # one hidden-test cell's grading, outside the sandbox
+GRADE_MEMORY_BYTES = 2 << 30    # on top of what the grading process already maps
+GRADE_RESULT_BYTES = 4 << 20
+
+
+def score_test_cell(test, message, problem, params, variant, stopped, out: NotebookResult, cell=None):
     """(points, feedback lines) for one hidden-test cell."""
     points, name, keys = float(test["points"]), test["name"], test["keys"]
-    if problem is None or not keys:
-        reason = f"cell {name!r} has no checks registered in graders.problems, so nothing outside " \
-                 "the sandbox can grade it"
-        out.reasons.append(reason)
-        return 0.0, [f"✗ not graded: {reason}"]
-    if params is None:
-        reason = f"this problem has no variant {variant} to grade"
-        out.reasons.append(reason)
-        return 0.0, [f"✗ not graded: {reason}"]
     if message is None:
         reason = stopped or "the notebook did not reach this cell"
         out.reasons.append(reason)
         return 0.0, [f"✗ not graded: {reason}"]
-    if message.get("raised") is not False:
+    if test.get("inside") or problem is None or not keys:
+        return judged_inside(test, message, cell, out)
+    if params is None:
+        reason = f"this problem has no variant {variant} to grade"
+        out.reasons.append(reason)
+        return 0.0, [f"✗ not graded: {reason}"]
+    answers = message.get("answers")
+    if message.get("raised") is not False and not isinstance(answers, dict):
         ename = str(message.get("ename") or "an error")[:80]
         out.reasons.append(f"the checks in cell {name!r} raised {ename}")
         return 0.0, [f"✗ the checks in this cell raised {ename}, so it scores 0 of {points:g}"]
-    answers = message.get("answers")
     answers = answers if isinstance(answers, dict) else {}
     if answers.get("__timeout__"):
         out.reasons.append(f"reading the answers of cell {name!r} timed out")
         return 0.0, ["✗ reading your answers took too long (a function or object that does not return)"]
     answers = {k: answers[k] for k in keys if k in answers}
+    raised = []
+    if message.get("raised") is not False:
+        # The visible checks stopped on one answer: each answer is still graded on its own,
+        # so one wrong type never costs the others in the cell their points.
+        ename = str(message.get("ename") or "an error")[:80]
+        raised = [f"✗ the visible checks in this cell raised {ename}; each answer below is graded "
+                  "on its own"]
     try:
-        result = problem.grade(params, answers, keys=keys)
+        result = grade_bounded(problem, params, answers, keys)
+    except Timeout:
+        out.reasons.append(f"grading cell {name!r} took longer than {GRADE_SECONDS:g} s")
+        return 0.0, [f"✗ grading your answers took longer than {GRADE_SECONDS:g} s (an answer too large "
+                     "or too complicated to check), so this cell scores 0; your instructor has been told"]
     except Exception as exc:  # noqa: BLE001 - never let one answer stop the batch
-        out.reasons.append(f"cell {name!r} could not be graded ({type(exc).__name__})")
+        out.reasons.append(f"cell {name!r} could not be graded ({str(exc)[:120] or type(exc).__name__})")
         return 0.0, ["✗ this cell could not be graded; your instructor has been told"]
-    score = max(0.0, min(float(result.score), points, float(result.max_score)))
-    lines = [f"Variant {variant}: {score:g} of {points:g} points in this cell"] + list(result.feedback)
+    out.checks[name] = result["checks"]
+    score = max(0.0, min(float(result["score"]), points, float(result["max_score"])))
+    lines = [f"Variant {variant}: {score:g} of {points:g} points in this cell"] + raised + result["feedback"]
     return score, lines
+
+
+def grade_bounded(problem, params, answers, keys, seconds: float = GRADE_SECONDS) -> dict:
+    """`problem.grade` in a forked child under a time, memory and size bound, as JSON data.
+
+    Reading and comparing a hostile answer must never hold the batch: the child is
+    killed past `seconds` (Timeout). Comparisons it decided come back with its result,
+    so the next student's copy of the same expression is decided at once.
+    """
+    from . import symbolic
+
+    def work():
+        mark = symbolic.decided_count()
+        r = problem.grade(params, answers, keys=keys)
+        return {"score": float(r.score), "max_score": float(r.max_score),
+                "feedback": [str(line)[:2000] for line in r.feedback],
+                "checks": {str(k): {"status": str(o.status), "mistake": r.mistakes.get(k)}
+                           for k, o in r.outcomes.items()},
+                "decided": symbolic.decided_since(mark)}
+
+    result = run_bounded(work, timeout=seconds, memory_bytes=GRADE_MEMORY_BYTES, max_output=GRADE_RESULT_BYTES)
+    symbolic.remember(result.pop("decided", ()))
+    return result
+
+
+def judged_inside(test, message, cell, out: NotebookResult):
+    """nbgrader's own verdict on a test cell that ran whole in the sandbox: its outputs decide."""
+    from nbgrader import utils
+    points, name = float(test["points"]), test["name"]
+    out.inside.append(name)
+    outputs = list(cell.outputs) if cell is not None else []
+    if message.get("raised") is not False and not any(o.get("output_type") == "error" for o in outputs):
+        outputs.append(nbformat.v4.new_output("error", ename=str(message.get("ename") or "Error")[:200],
+                                              evalue="", traceback=[]))
+    for output in outputs:   # a traceback would show the hidden tests' source: keep its last line
+        if output.get("output_type") == "error":
+            output["traceback"] = [f"{output.get('ename', '')}: {output.get('evalue', '')}"]
+    judged = nbformat.from_dict({"cell_type": "code", "source": "", "outputs": outputs,
+                                 "metadata": {"nbgrader": {"grade": True, "solution": False, "locked": True,
+                                                           "grade_id": name, "points": points}}})
+    try:
+        score, _ = utils.determine_grade(judged)
+    except Exception:  # noqa: BLE001 - an output nbgrader cannot read scores as an error would
+        score = 0.0
+    if cell is not None:
+        cell.outputs = outputs
+    score = max(0.0, min(float(score or 0.0), points))
+    how = ("judged as nbgrader judges it: the cell ran whole, hidden tests included, inside the "
+           "notebook's own process (it has no checks outside the sandbox)")
+    mark = "✓" if score == points else "✗"
+    return score, [f"{mark} {score:g} of {points:g} points in this cell, {how}"]
 
 
 _OUTPUT_KINDS = {"stream", "execute_result", "display_data", "error"}
@@ -929,21 +1120,28 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
-def fingerprint(course: Course, limits: Limits) -> str:
-    """What every grade depends on besides the submission: grader code, instructor cells, limits.
+def library_versions() -> dict:
+    """The versions of the libraries a grade depends on (the references compute with them)."""
+    from importlib import metadata
+    versions = {}
+    for name in ("sympy", "numpy", "torch", "nbgrader", "nbformat", "mpmath"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
 
-    The grader code is the library itself (graders/*.py) and the problem modules of
-    this assignment's notebooks (graders/problems/<id>.py), so that work on other
-    problems does not invalidate a finished run.
+
+def fingerprint(course: Course, limits: Limits) -> str:
+    """Everything a grade depends on besides the submission.
+
+    The whole grading library's code (a problem imports shared code, and may import
+    another), the versions of the libraries it computes with, the course's
+    configuration, the instructor's cells and the limits. Any change regrades.
     """
     digest = hashlib.sha256()
-    problems_dir = GRADER_FILES / "problems"
-    mine = [problems_dir / f"{name.replace('-', '_')}.py" for name in course.notebooks]
-    if not all(path.exists() for path in mine):
-        mine = sorted(problems_dir.glob("*.py"))
-    for path in sorted(GRADER_FILES.glob("*.py")) + [problems_dir / "__init__.py"] + mine:
-        digest.update(str(path.relative_to(GRADER_FILES)).encode())
-        digest.update(path.read_bytes() if path.exists() else b"")
+    digest.update(code_digest().encode())
+    digest.update(json.dumps(library_versions(), sort_keys=True).encode())
     config = Path(course.root) / "nbgrader_config.py"
     if config.exists():
         digest.update(config.read_bytes())
@@ -952,7 +1150,12 @@ def fingerprint(course: Course, limits: Limits) -> str:
         "solutions": [vars(c) for c in nb.solution_cells], "tasks": [vars(c) for c in nb.task_cells],
         "kernelspec": nb.kernelspec} for name, nb in course.notebooks.items()}
     digest.update(json.dumps(snapshot, sort_keys=True, default=str).encode())
+    course_settings = {k: getattr(course, k) for k in (
+        "course_id", "ignore", "permissions", "begin_hidden", "end_hidden", "max_lines", "max_traceback",
+        "exclude_overwriting", "excluded_students")}
+    digest.update(json.dumps(course_settings, sort_keys=True, default=str).encode())
     digest.update(json.dumps(asdict(limits), sort_keys=True).encode())
+    digest.update(json.dumps({"grade_seconds": GRADE_SECONDS, "grade_memory": GRADE_MEMORY_BYTES}).encode())
     return digest.hexdigest()
 
 
@@ -1022,6 +1225,14 @@ class Report:
             width = max(len(s) for s, _ in zeros)
             for student, nb in zeros:
                 lines.append(f"  {student:<{width}}  {nb.name}: {'; '.join((nb.reasons + nb.notes)[:2])}")
+        inside = [(student, nb) for student, result in sorted(self.results.items())
+                  for nb in result.notebooks if nb.inside]
+        if inside:
+            cells = sum(len(nb.inside) for _, nb in inside)
+            names = sorted({nb.name for _, nb in inside})
+            lines.append(f"judged inside the student's process, as plain nbgrader judges them: {cells} test "
+                         f"cell(s) with no checks registered in graders.problems ({', '.join(names)[:200]}); "
+                         "the student's code could have changed their outcome")
         for student, why in sorted(self.failed.items()):
             lines.append(f"NOT GRADED {student}: {why}")
         layers = self.layers_in_effect()
@@ -1059,14 +1270,15 @@ def _init_worker(course, limits, close_fds):
             os.close(fd)
         except OSError:
             pass
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER.update(course=course, limits=limits)
 
 
-def _grade_task(student, socket_path, key):
+def _grade_task(request):
+    student, socket_path, key = request
+    course = _WORKER["course"]
+    warm_references(course, student)
     try:
-        return "ok", grade_submission(_WORKER["course"], student, socket_path, _WORKER["limits"], key)
+        return "ok", grade_submission(course, student, socket_path, _WORKER["limits"], key)
     except SandboxUnavailable as exc:
         return "infra", str(exc)
 
@@ -1104,15 +1316,78 @@ def shared_zygote(isolate: bool = True) -> Zygote:
     return zygote
 
 
-def autograde(root, assignment: str, workers: int | None = None, limits: Limits | None = None,
-              force: bool = False, progress: bool = True, isolate: bool = True, zygote: Zygote | None = None,
-              students: list | None = None, out=sys.stdout, scheduler: str | None = None) -> Report:
+class Stopped(BaseException):
+    """SIGTERM or SIGINT arrived: the run stops, cleanly, and the next one resumes."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+_STOP = {"critical": 0, "pending": None}
+
+
+def _on_stop_signal(signum, frame):
+    if _STOP["critical"]:
+        _STOP["pending"] = signum      # finish recording this submission first
+        return
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def _uninterrupted():
+    """A stop signal waits until the block ends, so the journal and gradebook stay consistent."""
+    _STOP["critical"] += 1
+    try:
+        yield
+    finally:
+        _STOP["critical"] -= 1
+        if not _STOP["critical"] and _STOP["pending"] is not None:
+            signum, _STOP["pending"] = _STOP["pending"], None
+            raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def _stop_signals():
+    """Turn SIGTERM and SIGINT into `Stopped` while grading (main thread only)."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.signal(sig, _on_stop_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def autograde(root, assignment: str, **options) -> Report:
     """Grade every submission of `assignment` in the course at `root`; see the module docstring.
 
     With `scheduler` (a Dask scheduler's address), each submission is graded as a task on
     that cluster's workers (`graders.cluster`); the journal, the gradebook and the
     autograded folder are still written here, once per submission.
+
+    SIGTERM or SIGINT stops the run: sandboxes and workers are killed, scratch folders
+    removed, every submission already graded stays recorded, and SystemExit(128 + signal)
+    is raised; the next run resumes where this one stopped.
     """
+    import signal
+    try:
+        with _stop_signals():
+            return _autograde(root, assignment, **options)
+    except Stopped as stop:
+        name = signal.Signals(stop.signum).name
+        print(f"autograde {assignment}: stopped by {name}; what was graded is recorded, and the next "
+              "run resumes from there", file=sys.stderr)
+        raise SystemExit(128 + stop.signum) from None
+
+
+def _autograde(root, assignment: str, workers: int | None = None, limits: Limits | None = None,
+               force: bool = False, progress: bool = True, isolate: bool = True, zygote: Zygote | None = None,
+               students: list | None = None, out=sys.stdout, scheduler: str | None = None) -> Report:
     started = time.monotonic()
     root = Path(root).resolve()
     config = load_config(root)
@@ -1123,6 +1398,7 @@ def autograde(root, assignment: str, workers: int | None = None, limits: Limits 
     everyone = discover(course)
     if students is not None:
         everyone = [s for s in everyone if s in students]
+    check_data_files(course, limits)
     base = fingerprint(course, limits)
     journal = Journal(course)
     from nbgrader.api import Gradebook
@@ -1197,48 +1473,51 @@ def _progress(total, done, assignment, enabled):
 
 def accept(gb, course, journal, late, report, result: SubmissionResult) -> None:
     """Keep one graded submission: journal it, record it in the gradebook, write its notebooks."""
-    journal.put(result, "graded")
-    record(gb, course, result, late)
-    write_autograded(course, result)
-    journal.put(result, "recorded")
-    report.results[result.student] = result
+    with _uninterrupted():
+        journal.put(result, "graded")
+        record(gb, course, result, late)
+        write_autograded(course, result)
+        journal.put(result, "recorded")
+        report.results[result.student] = result
 
 
 def _run_pool(course, limits, zygote, todo, keys, workers, journal, late, report, bar):
-    """Grade `todo` in `workers` processes; survive a broken pool and a dying zygote."""
+    """Grade `todo` in `workers` forked processes, each submission under its task time limit.
+
+    A submission past its limit has its worker killed and is reported, never retried (it
+    would only stall again); a worker that dies, or a sandbox that cannot be reached, is an
+    infrastructure fault, retried twice. A dying zygote is restarted between rounds.
+    """
     from nbgrader.api import Gradebook
+    from .local_pool import LocalPool
     attempts = {s: 0 for s in todo}
     queue = list(todo)
-    context = multiprocessing.get_context("fork")
+    seconds = task_seconds(course, limits)
     while queue:
         close = [zygote.process.stdin.fileno(), zygote.process.stdout.fileno()]
-        pool = futures.ProcessPoolExecutor(max_workers=min(workers, len(queue)), mp_context=context,
-                                           initializer=_init_worker, initargs=(course, limits, close))
         retry = []
-        try:
-            # submit first: the (forked) workers start now, before this process opens the database
-            pending = {pool.submit(_grade_task, s, zygote.socket_path, keys[s]): s for s in queue}
-            with Gradebook(course.db_url, course.course_id) as gb:
-                for future in futures.as_completed(pending):
-                    student = pending[future]
-                    try:
-                        kind, value = future.result()
-                    except futures.process.BrokenProcessPool:
-                        kind, value = "broken", "the grading worker died"
-                    except Exception as exc:  # noqa: BLE001 - a bug must not stop the batch
-                        kind, value = "error", f"{type(exc).__name__}: {exc}"
-                    if kind == "ok":
-                        accept(gb, course, journal, late, report, value)
-                        bar.update(1)
-                        continue
-                    attempts[student] += 1
-                    if attempts[student] < 3:
-                        retry.append(student)
-                    else:
-                        report.failed[student] = value
-                        bar.update(1)
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        pool = LocalPool(min(workers, len(queue)), _grade_task,
+                         init=functools.partial(_init_worker, course, limits, close))
+        with pool, Gradebook(course.db_url, course.course_id) as gb:
+            socket_path = zygote.socket_path
+            for student, kind, value, _took in pool.results(queue, seconds,
+                                                           request=lambda s: (s, socket_path, keys[s])):
+                if kind == "ok":
+                    kind, value = value
+                if kind == "ok":
+                    accept(gb, course, journal, late, report, value)
+                    bar.update(1)
+                    continue
+                if kind == "timeout":
+                    report.failed[student] = value
+                    bar.update(1)
+                    continue
+                attempts[student] += 1
+                if attempts[student] < 3:
+                    retry.append(student)
+                else:
+                    report.failed[student] = value
+                    bar.update(1)
         if retry and not zygote.alive():
             zygote.close()
             zygote.start().wait_ready()

@@ -1,9 +1,12 @@
-"""Run a function with a wall-clock and memory bound, in a forked child.
+"""Run a function with a wall-clock, memory and output bound, in a forked child.
 
-Symbolic simplification can run for minutes on a hostile expression. The child
-is forked from the grading process (so sympy is already imported and the fork
-costs milliseconds), computes, and sends back a small JSON result. If it takes
-too long it is killed and the caller is told so.
+Symbolic simplification can run for minutes on a hostile expression, and any
+step of grading a hostile answer may try to. The child is forked from the
+grading process (so sympy and the problems are already imported and the fork
+costs milliseconds), computes, and sends back a JSON result. If it takes too
+long, or its answer grows past `max_output`, it is killed and the caller is
+told so. Its address space is capped at what the parent already maps plus
+`memory_bytes`, so a child forked from a large process is not starved at birth.
 """
 import json
 import os
@@ -13,14 +16,31 @@ import signal
 import time
 
 MEMORY_LIMIT_BYTES = 2 * 1024**3
+MAX_OUTPUT_BYTES = 1 << 20
 
 
 class Timeout(Exception):
     """The bounded call did not finish in time."""
 
 
-def run_bounded(fn, *args, timeout: float = 3.0):
-    """Return `fn(*args)` (which must be JSON-serialisable), or raise Timeout."""
+class TooLarge(RuntimeError):
+    """The bounded call's answer was larger than allowed."""
+
+
+def _mapped_bytes() -> int:
+    try:
+        with open("/proc/self/status") as fh:
+            for row in fh:
+                if row.startswith("VmSize:"):
+                    return int(row.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def run_bounded(fn, *args, timeout: float = 3.0, memory_bytes: int = MEMORY_LIMIT_BYTES,
+                max_output: int = MAX_OUTPUT_BYTES):
+    """Return `fn(*args)` (which must be JSON-serialisable), or raise Timeout / TooLarge / RuntimeError."""
     if not hasattr(os, "fork"):  # pragma: no cover - not on this platform
         return fn(*args)
     read_fd, write_fd = os.pipe()
@@ -29,7 +49,8 @@ def run_bounded(fn, *args, timeout: float = 3.0):
         status = 0
         try:
             os.close(read_fd)
-            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
+            cap = _mapped_bytes() + int(memory_bytes)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
             try:
                 payload = {"ok": fn(*args)}
             except MemoryError:
@@ -45,7 +66,7 @@ def run_bounded(fn, *args, timeout: float = 3.0):
         finally:
             os._exit(status)
     os.close(write_fd)
-    chunks, deadline = [], time.monotonic() + timeout
+    chunks, size, deadline = [], 0, time.monotonic() + timeout
     try:
         while True:
             left = deadline - time.monotonic()
@@ -56,6 +77,9 @@ def run_bounded(fn, *args, timeout: float = 3.0):
                 chunk = os.read(read_fd, 65536)
                 if not chunk:
                     break
+                size += len(chunk)
+                if size > max_output:
+                    raise TooLarge(f"the answer was larger than {max_output} bytes")
                 chunks.append(chunk)
     finally:
         os.close(read_fd)

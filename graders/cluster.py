@@ -36,7 +36,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .autograde import (MAX_NOTEBOOK_BYTES, Course, SubmissionResult, accept, code_digest,
-                        grade_submission, isolation_warnings)
+                        grade_submission_bounded, isolation_warnings)
 from .sandbox import Limits, SandboxUnavailable, Zygote
 
 PLUGIN = "chapter-sandbox"
@@ -155,7 +155,10 @@ def _plugin(name: str, worker=None) -> SandboxPlugin:
 
 def grade_task(course: Course, student: str, key: str, limits: Limits, files: dict, sources: dict,
                digest: str, plugin: str = PLUGIN) -> dict:
-    """Grade one submission on a worker; returns `SubmissionResult.to_json()`."""
+    """Grade one submission on a worker, within its task time limit.
+
+    Returns {"result": `SubmissionResult.to_json()`} or {"not_graded": why}.
+    """
     if digest != code_digest():
         raise GraderMismatch("this worker's graders code differs from the grading process's; "
                              "install the same version of the course on every worker")
@@ -166,8 +169,7 @@ def grade_task(course: Course, student: str, key: str, limits: Limits, files: di
         unpack(sources, Path(tmp, "source"))
         here = replace(course, submitted=os.path.join(tmp, "submitted", "s"),
                        source_dir=os.path.join(tmp, "source"))
-        result = grade_submission(here, student, zygote.socket_path, limits, key)
-    return result.to_json()
+        return grade_submission_bounded(here, student, zygote.socket_path, limits, key)
 
 
 def worker_isolation(name: str, dask_worker) -> dict:
@@ -225,7 +227,13 @@ def grade_on_cluster(address: str, course: Course, limits: Limits, todo: list, k
                     running.add(submit())
                 student = pending.pop(future)
                 try:
-                    result = SubmissionResult.from_json(future.result())
+                    answer = future.result()
+                    if "not_graded" in answer:
+                        report.failed[student] = str(answer["not_graded"])[:300]
+                        bar.update(1)
+                        future.release()
+                        continue
+                    result = SubmissionResult.from_json(answer["result"])
                 except Exception as exc:  # noqa: BLE001 - a lost task must not stop the class
                     report.failed[student] = _why_failed(exc)
                 else:

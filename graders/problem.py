@@ -104,7 +104,10 @@ class Problem:
             if outcome.status == FAIL:
                 if wrong_answers is None:
                     wrong_answers = [(m, m.wrong(params)) for m in self.mistakes]
-                hint = self._diagnose(key, check, answers[key], wrong_answers)
+                matched = self._diagnose(key, check, answers[key], wrong_answers)
+                if matched is not None:
+                    hint = matched.feedback
+                    result.mistakes[key] = matched.name
             if outcome.passed:
                 result.score += check.points
             result.outcomes[key] = outcome
@@ -117,7 +120,7 @@ class Problem:
             if key in wrong:
                 try:
                     if check.judge(wrong[key], transport.encode(answer)).passed:
-                        return mistake.feedback
+                        return mistake
                 except Exception:  # noqa: BLE001
                     continue
         return None

@@ -68,6 +68,16 @@ class Run:
     begun: list = field(default_factory=list)            # indices in the order they started
     done: bool = False                                   # the monitor reported the end
     finished: bool = False                               # the sandbox said it ran every cell
+    expected: frozenset = frozenset()                    # the cell indices the job holds
+    ignored: int = 0                                     # sandbox messages refused as malformed or forged
+
+    @property
+    def anomaly(self) -> str:
+        """One note for the instructor when the sandbox sent messages that were ignored."""
+        if not self.ignored:
+            return ""
+        return (f"the notebook sent {self.ignored} message(s) the grader did not expect (unknown cells, "
+                "repeats or malformed data); they were ignored")
 
 
 def sandbox_binds() -> list[str]:
@@ -247,7 +257,7 @@ def run_job(socket_path: str, job: dict, limits: Limits) -> Run:
     except OSError as exc:
         conn.close()
         raise SandboxUnavailable(f"the sandbox zygote is not reachable ({exc})") from None
-    run = Run()
+    run = Run(expected=frozenset(c["index"] for c in job.get("cells", ()) if isinstance(c.get("index"), int)))
     deadline = time.monotonic() + float(limits.notebook_seconds) + 30.0
     budget = int(limits.output_bytes) + (4 << 20)
     pending, total, started = b"", 0, False
@@ -316,15 +326,22 @@ def _take(run: Run, line: bytes) -> bool:
         return False
     if tag != b"S":
         return False
-    # the sandbox: untrusted; only well-formed messages are kept, first one wins
+    # The sandbox: untrusted. Only messages for cells of this job are kept, one "begin" and
+    # one "cell" per cell, in order (a cell's result only after it began, and only while it is
+    # the cell running); anything else is counted once and ignored, never turned into a reason.
     index = message.get("index")
+    known = isinstance(index, int) and not isinstance(index, bool) and index in run.expected
     if kind == "isolation" and not run.layers and not run.begun:
         layers = message.get("layers")
         run.layers = layers if isinstance(layers, dict) else {}
-    elif kind == "begin" and isinstance(index, int) and index not in run.begun:
+    elif kind == "begin" and known and index not in run.begun and index not in run.cells \
+            and (not run.begun or index > run.begun[-1]):
         run.begun.append(index)
-    elif kind == "cell" and isinstance(index, int) and index not in run.cells:
+    elif kind == "cell" and known and run.begun and run.begun[-1] == index and index not in run.cells \
+            and isinstance(message.get("raised"), bool):
         run.cells[index] = message
-    elif kind == "done":
+    elif kind == "done" and not run.finished:
         run.finished = True
+    else:
+        run.ignored += 1
     return False

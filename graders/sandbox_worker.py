@@ -1035,7 +1035,7 @@ def run_cells(job, limits, emit):
             CURRENT.error(ename, "the cell could not be run to the end", [])
         message = {"type": "cell", "index": cell["index"], "raised": raised, "ename": ename,
                    "timeout": timed_out, "seconds": round(time.monotonic() - started, 4)}
-        if cell.get("test") and not raised:
+        if cell.get("test") and not timed_out:   # a failed visible check still leaves the answers to grade
             message["answers"] = snapshot(cell, shell, seconds)
         sys.stdout, sys.stderr = stdout, stderr
         message["outputs"] = CURRENT.outputs

@@ -48,6 +48,8 @@ NOTATION = {
 MAX_TEXT = 20_000          # characters of srepr text
 MAX_NODES = 4_000          # syntax-tree nodes
 MAX_INT_DIGITS = 40        # digits in one integer literal
+MAX_DEPTH = 60             # nesting of calls (an honest answer is a few levels deep)
+MAX_FLOAT_TEXT = 40        # characters of one Float literal (digits and exponent)
 SAMPLE_POINTS = 8
 DIGITS = 30
 COMPARE_SECONDS = 3.0
@@ -70,8 +72,11 @@ _CONSTRUCTORS = {
     "floor": sympy.floor, "ceiling": sympy.ceiling,
 }
 _CONSTANTS = {"pi": sympy.pi, "E": sympy.E}
-_UNEVALUATED = {"Add", "Mul", "Pow", "Max", "Min", "exp", "log", "sin", "cos", "tan", "Abs",
-                "floor", "ceiling"}
+# Every node is built unevaluated: reading does no arithmetic at all, so a hostile
+# text (a square root of a power with a nine-digit exponent, say) costs the
+# reader only its size. All computing happens in the bounded comparison child.
+_ARITY = {"Add": (1, MAX_NODES), "Mul": (1, MAX_NODES), "Max": (1, MAX_NODES), "Min": (1, MAX_NODES),
+          "Pow": (2, 2), "log": (1, 2)}   # (fewest, most) arguments; every other function takes one
 
 
 def from_srepr(text: str, allowed: dict[str, sympy.Symbol]) -> sympy.Expr:
@@ -91,6 +96,8 @@ def from_srepr(text: str, allowed: dict[str, sympy.Symbol]) -> sympy.Expr:
     nodes = sum(1 for _ in ast.walk(tree))
     if nodes > MAX_NODES:
         raise ExpressionError(f"the expression is too large ({nodes} parts)")
+    if _depth(tree.body) > MAX_DEPTH:
+        raise ExpressionError("the expression is nested too deeply")
     unknown: list[str] = []
     try:
         expr = _build(tree.body, allowed, unknown)
@@ -101,6 +108,18 @@ def from_srepr(text: str, allowed: dict[str, sympy.Symbol]) -> sympy.Expr:
         raise ExpressionError(
             f"uses {names}, which is not in this problem's notation ({', '.join(allowed)})")
     return expr
+
+
+def _depth(root) -> int:
+    """The call-nesting depth of a syntax tree, counted without recursion."""
+    deepest, stack = 0, [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            break
+        stack.extend((child, depth + isinstance(child, ast.Call)) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def _build(node, allowed, unknown):
@@ -129,6 +148,8 @@ def _build(node, allowed, unknown):
         return sympy.Rational(p, q)
     if name == "Float":
         text = _literal(node.args[0] if node.args else None, (str, float, int))
+        if len(str(text)) > MAX_FLOAT_TEXT:
+            raise ExpressionError("the expression has a number too long to grade")
         try:
             value = sympy.Float(text, 30)
         except (ValueError, TypeError):
@@ -140,9 +161,17 @@ def _build(node, allowed, unknown):
         args = [_build(arg, allowed, unknown) for arg in node.args]
         if not args:
             raise ExpressionError(f"{name} needs arguments")
-        if name in _UNEVALUATED:
+        if name == "sqrt":
+            if len(args) != 1:
+                raise ExpressionError("sqrt takes one argument")
+            return sympy.Pow(args[0], sympy.S.Half, evaluate=False)
+        low, high = _ARITY.get(name, (1, 1))
+        if not low <= len(args) <= high:
+            raise ExpressionError(f"{name} has the wrong number of arguments")
+        try:
             return _CONSTRUCTORS[name](*args, evaluate=False)
-        return _CONSTRUCTORS[name](*args)
+        except (TypeError, ValueError, ArithmeticError):
+            raise ExpressionError(f"the expression's {name} could not be built") from None
     raise ExpressionError(f"the expression uses {name}, which this grader does not accept")
 
 
@@ -172,7 +201,8 @@ def compare(reference: sympy.Expr, answer: sympy.Expr, rtol: float = 1e-9,
     (default 0.3 to 4), for symbols whose meaning confines them, such as a
     per-step decay ηλ that must stay below 1.
     """
-    key = (sympy.srepr(reference), sympy.srepr(answer), rtol, tuple(sorted((ranges or {}).items())))
+    key = (sympy.srepr(reference), sympy.srepr(answer), float(rtol),
+           tuple(sorted((str(n), tuple(r)) for n, r in (ranges or {}).items())))
     if key in _DECIDED:   # a class hands in the same expression many times: decide it once
         return _DECIDED[key]
     try:
@@ -182,12 +212,36 @@ def compare(reference: sympy.Expr, answer: sympy.Expr, rtol: float = 1e-9,
     except RuntimeError as exc:
         return Comparison("undecided", str(exc))
     result = Comparison(verdict, how)
-    if verdict in ("equal", "different") and len(_DECIDED) < 10_000:
+    if verdict in ("equal", "different") and len(_DECIDED) < MAX_DECIDED:
         _DECIDED[key] = result
     return result
 
 
 _DECIDED: dict = {}   # decided comparisons (pure functions of their texts); undecided ones are retried
+MAX_DECIDED = 10_000
+
+
+def decided_count() -> int:
+    return len(_DECIDED)
+
+
+def decided_since(mark: int) -> list:
+    """The comparisons decided after `decided_count()` was `mark`, as JSON data.
+
+    Grading runs in a bounded child process, whose cache dies with it; the
+    parent takes these back (`remember`) so the class's next copy of the same
+    expression is decided at once.
+    """
+    return [[list(key[:3]) + [[list(r) for r in key[3]]], result.verdict, result.how]
+            for key, result in list(_DECIDED.items())[mark:]]
+
+
+def remember(entries) -> None:
+    for (ref, ans, rtol, ranges), verdict, how in entries:
+        if len(_DECIDED) >= MAX_DECIDED or verdict not in ("equal", "different"):
+            return
+        key = (str(ref), str(ans), float(rtol), tuple((str(n), tuple(r)) for n, r in ranges))
+        _DECIDED[key] = Comparison(str(verdict), str(how))
 
 
 def _decide(ref_text: str, ans_text: str, rtol: float, ranges: dict):

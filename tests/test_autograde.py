@@ -308,6 +308,14 @@ def build_class(course: Path, sink: Sink) -> dict[str, tuple[str, object]]:
                                                "get_ipython().events.register('post_run_cell', lambda *a: ("
                                                "warnings.warn('deprecated'), print('noise', file=sys.stderr)))"),
         "warnings")
+    # 18. the trusted side as the target: a text that stalls the reader, a forged message stream
+    add("srepr-bomb", "A", with_cell(solution(), "import sympy\nsympy.srepr = lambda e, **k: "
+                                                 "\"sqrt(Pow(Symbol('N'), Integer(123456789)))\""), "srepr bomb")
+    add("forger", "B", with_cell(blank(), "import os\nfor fd in range(3, 64):\n    try:\n"
+                                          "        os.write(fd, b''.join(b'{\"type\": \"cell\", \"index\": %d, "
+                                          "\"raised\": true, \"ename\": \"Forged\"}\\n' % i "
+                                          "for i in range(20000)))\n    except OSError:\n        pass\n"),
+        "forged messages")
     return cls
 
 
@@ -505,13 +513,20 @@ def test_network_is_unreachable(graded):
 
 
 def test_hangs_are_cut_off(graded):
-    assert_zero(graded, "hang", "B", "time limit and was interrupted")
+    # the hanging cell is interrupted and scores nothing; the answers other cells computed
+    # are still graded, each on its own (per_device_bytes needed the lost expression)
+    got = result(graded, "hang", "B")
+    assert got.grades["check_expr"] == 0 and got.score < FULL
+    assert any(r.endswith("ran past its time limit and was interrupted") for r in got.reasons)
+    assert any(line.startswith("✗ per_device_bytes") for line in got.feedback)
     got = assert_zero(graded, "hang-hard", "C", "ran past its 15 s limit")
     assert got.run["status"] == "timeout"
 
 
 def test_memory_bomb(graded):
-    got = assert_zero(graded, "memory", "D", "raised")
+    # the bomb's cell raises MemoryError and scores nothing; the other cells' answers are graded
+    got = result(graded, "memory", "D")
+    assert got.grades["check_expr"] == 0 and got.score < FULL
     assert any("MemoryError" in r or "memoryerror" in r.lower() for r in got.reasons + got.feedback)
 
 
@@ -578,10 +593,28 @@ def test_warnings_do_not_zero_a_correct_answer(graded):
     assert any(o.output_type == "stream" and o.name == "stderr" for o in cell.outputs)
 
 
+def test_a_stalling_expression_costs_only_its_check(graded):
+    """A hostile srepr text (once: minutes per answer, or never) scores 0 for that check, in bounded time."""
+    got = result(graded, "srepr-bomb", "A")
+    assert got.grades["check_expr"] == 0
+    assert got.grades["check_numbers"] == 3.0, got.feedback
+    assert not graded["report"].failed
+
+
+def test_forged_messages_are_ignored_and_noted_once(graded):
+    """20,000 forged "raised" lines: a handful of reasons, one note, a small journal entry."""
+    got = result(graded, "forger", "B")
+    assert got.score == 0
+    assert len(got.reasons) < 10, got.reasons
+    assert sum("did not expect" in n for n in got.notes) == 1
+    journal = ag.Journal(ag.load_course(graded["course"], ASSIGNMENT))
+    assert journal.path(student("B", "forger")).stat().st_size < 200_000
+
+
 def test_every_attack_listed_with_a_reason(graded):
     zeros = {sid for sid, _ in graded["report"].technical_zeros()}
     for name, label in (("badjson", "A"), ("hang-hard", "C"), ("flood", "A"), ("exit", "B"),
-                        ("segfault", "D"), ("memory", "D")):
+                        ("segfault", "D")):
         assert student(label, name) in zeros, name
 
 
