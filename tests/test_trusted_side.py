@@ -288,3 +288,24 @@ def test_a_cluster_task_past_its_limit_is_reported_not_retried(monkeypatch):
     with must_finish_within(30):
         answer = ag.grade_submission_bounded(course, "someone", "/nonexistent", Limits())
     assert "longer than 2 s" in answer["not_graded"]
+
+
+def test_changing_an_imported_problem_module_regrades(tmp_path, monkeypatch):
+    """p1 imports e05: editing e05_loss_scaling.py changes the practice assignment's fingerprint."""
+    import shutil
+    library = tmp_path / "graders"
+    shutil.copytree(ag.GRADER_FILES, library, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(ag, "GRADER_FILES", library)
+    course = SimpleNamespace(root=str(tmp_path), notebooks={}, course_id="c", ignore=[], permissions=0o444,
+                             begin_hidden="B", end_hidden="E", max_lines=1, max_traceback=1,
+                             exclude_overwriting=[], excluded_students=[])
+    ag.code_digest.cache_clear()
+    try:
+        before = ag.fingerprint(course, Limits())
+        module = library / "problems" / "e05_loss_scaling.py"
+        module.write_text(module.read_text() + "\n# a change to the shared loss-scaling code\n")
+        ag.code_digest.cache_clear()
+        assert ag.fingerprint(course, Limits()) != before
+    finally:
+        monkeypatch.undo()
+        ag.code_digest.cache_clear()
