@@ -102,6 +102,7 @@ class Course:
     max_traceback: int
     exclude_overwriting: list
     excluded_students: list
+    instant: bool = False         # feedback for `chapter serve`: no direction, length or value
 
     def submission_dir(self, student: str) -> Path:
         return Path(self.submitted.format(student=student))
@@ -769,7 +770,7 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult)
         if index in tests:
             cell.source = strip_hidden(cell.source, course.begin_hidden, course.end_hidden)
             score, lines = score_test_cell(tests[index], message, problem, params, variant, stopped, out,
-                                           cell)
+                                           cell, instant=getattr(course, "instant", False))
             out.grades[name] = score
             out.feedback += lines
             cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text="\n".join(lines) + "\n"))
@@ -842,7 +843,8 @@ GRADE_MEMORY_BYTES = 2 << 30    # on top of what the grading process already map
 GRADE_RESULT_BYTES = 4 << 20
 
 
-def score_test_cell(test, message, problem, params, variant, stopped, out: NotebookResult, cell=None):
+def score_test_cell(test, message, problem, params, variant, stopped, out: NotebookResult, cell=None,
+                    instant: bool = False):
     """(points, feedback lines) for one hidden-test cell."""
     points, name, keys = float(test["points"]), test["name"], test["keys"]
     if message is None:
@@ -873,7 +875,7 @@ def score_test_cell(test, message, problem, params, variant, stopped, out: Noteb
         raised = [f"✗ the visible checks in this cell raised {ename}; each answer below is graded "
                   "on its own"]
     try:
-        result = grade_bounded(problem, params, answers, keys)
+        result = grade_bounded(problem, params, answers, keys, instant=instant)
     except Timeout:
         out.reasons.append(f"grading cell {name!r} took longer than {GRADE_SECONDS:g} s")
         return 0.0, [f"✗ grading your answers took longer than {GRADE_SECONDS:g} s (an answer too large "
@@ -887,20 +889,23 @@ def score_test_cell(test, message, problem, params, variant, stopped, out: Noteb
     return score, lines
 
 
-def grade_bounded(problem, params, answers, keys, seconds: float = GRADE_SECONDS) -> dict:
+def grade_bounded(problem, params, answers, keys, seconds: float = GRADE_SECONDS, instant: bool = False) -> dict:
     """`problem.grade` in a forked child under a time, memory and size bound, as JSON data.
 
     Reading and comparing a hostile answer must never hold the batch: the child is
     killed past `seconds` (Timeout). Comparisons it decided come back with its result,
-    so the next student's copy of the same expression is decided at once.
+    so the next student's copy of the same expression is decided at once. With
+    `instant`, the feedback names each failed check and any matching declared mistake,
+    and nothing more: no direction, length or value that repeated attempts could bisect.
     """
     from . import symbolic
 
     def work():
         mark = symbolic.decided_count()
         r = problem.grade(params, answers, keys=keys)
+        lines = instant_lines(problem, r) if instant else r.feedback
         return {"score": float(r.score), "max_score": float(r.max_score),
-                "feedback": [str(line)[:2000] for line in r.feedback],
+                "feedback": [str(line)[:2000] for line in lines],
                 "checks": {str(k): {"status": str(o.status), "mistake": r.mistakes.get(k)}
                            for k, o in r.outcomes.items()},
                 "decided": symbolic.decided_since(mark)}
@@ -908,6 +913,18 @@ def grade_bounded(problem, params, answers, keys, seconds: float = GRADE_SECONDS
     result = run_bounded(work, timeout=seconds, memory_bytes=GRADE_MEMORY_BYTES, max_output=GRADE_RESULT_BYTES)
     symbolic.remember(result.pop("decided", ()))
     return result
+
+
+def instant_lines(problem, result) -> list[str]:
+    """Feedback for instant grading: which checks failed, and the declared mistake that matched."""
+    from .feedback import FAIL, Outcome, line
+    said = {m.name: m.feedback for m in problem.mistakes}
+    lines = []
+    for key, outcome in result.outcomes.items():
+        if outcome.status == FAIL:
+            outcome = Outcome(FAIL, "does not match your variant.")
+        lines.append(line(key, outcome, said.get(result.mistakes.get(key))))
+    return lines
 
 
 def judged_inside(test, message, cell, out: NotebookResult):

@@ -146,6 +146,26 @@ def cmd_autograde(args) -> int:
     return 1 if report.failed else 0
 
 
+def cmd_serve(args) -> int:
+    import signal
+    from pathlib import Path
+
+    from .serve import Service, history
+    root = Path(args.course).resolve() if args.course else contract.course_root()
+    if args.history:
+        for assignment in args.assignment:
+            for student, attempt in history(root, assignment):
+                score = "" if attempt.score is None else f"{attempt.score:g}/{attempt.max_score:g}"
+                print(f"{assignment}  {student:<16} {attempt.timestamp:<34} {attempt.state:<8} {score:>9}  "
+                      f"{attempt.why[:80]}")
+        return 0
+    service = Service(root, args.assignment, workers=args.workers, poll=args.poll, out=sys.stdout)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: service.stop())
+    service.run()
+    return 0
+
+
 def main(argv=None) -> int:
     # nbgrader runs `alembic` by name when it creates a gradebook: find the one beside this Python
     bin_dir = os.path.dirname(sys.executable)
@@ -190,6 +210,14 @@ def main(argv=None) -> int:
     p.add_argument("--no-isolation", action="store_true",
                    help="skip namespaces (debugging only: student code can then see the course)")
     p.set_defaults(func=cmd_autograde)
+    p = sub.add_parser("serve", help="grade each submission as it arrives in the exchange, and release "
+                                     "its feedback")
+    p.add_argument("assignment", nargs="+")
+    p.add_argument("--course", help="the course directory (default: this checkout, or $CHAPTER_ROOT)")
+    p.add_argument("--workers", "-j", type=int, help="parallel graders (default: every core)")
+    p.add_argument("--poll", action="store_true", help="poll the exchange (for network filesystems)")
+    p.add_argument("--history", action="store_true", help="print every attempt, with times and scores")
+    p.set_defaults(func=cmd_serve)
     p = sub.add_parser("demo", help="release, fetch, submit, collect, autograde and report a small class")
     p.set_defaults(func=cmd_demo)
     args = parser.parse_args(argv)

@@ -101,6 +101,53 @@ class LocalPool:
         self.close()
 
     # ---------------------------------------------------------------- tasks
+    def has_room(self) -> bool:
+        return len(self.workers) < self.size or any(w.task is None for w in self.workers)
+
+    def running(self) -> int:
+        return sum(w.task is not None for w in self.workers)
+
+    def start(self, task, payload, seconds: float) -> list:
+        """Hand `payload` to an idle (or new) worker as `task`; returns any event it caused."""
+        worker = next((w for w in self.workers if w.task is None), None) or self._spawn()
+        try:
+            worker.conn.send_bytes(pickle.dumps(payload))
+        except OSError:
+            self._kill(worker)
+            return [(task, "died", "the grading worker could not be reached", 0.0)]
+        worker.task, worker.started = task, time.monotonic()
+        worker.deadline = worker.started + seconds
+        return []
+
+    def wait(self, timeout: float | None = None) -> list:
+        """Events (task, kind, value, seconds) of tasks that ended within `timeout` (None: until one does)."""
+        busy = [w for w in self.workers if w.task is not None]
+        if not busy:
+            return []
+        left = min(w.deadline for w in busy) - time.monotonic()
+        if timeout is not None:
+            left = min(left, timeout)
+        ready = wait([w.conn for w in busy], timeout=max(0.0, left))
+        now, events = time.monotonic(), []
+        for worker in busy:
+            task, took = worker.task, now - worker.started
+            if worker.conn in ready:
+                try:
+                    kind, value = pickle.loads(worker.conn.recv_bytes(self.max_result_bytes))
+                except (EOFError, OSError) as exc:
+                    self._kill(worker)
+                    why = ("the grading worker died" if isinstance(exc, EOFError)
+                           else f"the result was larger than {self.max_result_bytes} bytes")
+                    events.append((task, "died" if isinstance(exc, EOFError) else "error", why, took))
+                    continue
+                worker.task = None
+                events.append((task, kind, value, took))
+            elif now >= worker.deadline:
+                self._kill(worker)
+                events.append((task, "timeout", f"grading took longer than {worker.deadline - worker.started:g} s",
+                               took))
+        return events
+
     def results(self, tasks, seconds: float, request=lambda task: task):
         """Run every task; yield (task, kind, value, seconds) as each ends, in any order.
 
@@ -111,37 +158,8 @@ class LocalPool:
         """
         queue = list(tasks)
         queue.reverse()
-        while queue or any(w.task is not None for w in self.workers):
-            while queue and (len(self.workers) < self.size or any(w.task is None for w in self.workers)):
-                worker = next((w for w in self.workers if w.task is None), None) or self._spawn()
+        while queue or self.running():
+            while queue and self.has_room():
                 task = queue.pop()
-                try:
-                    worker.conn.send_bytes(pickle.dumps(request(task)))
-                except OSError:
-                    self._kill(worker)
-                    yield task, "died", "the grading worker could not be reached", 0.0
-                    continue
-                worker.task, worker.started = task, time.monotonic()
-                worker.deadline = worker.started + seconds
-            busy = [w for w in self.workers if w.task is not None]
-            if not busy:
-                continue
-            left = min(w.deadline for w in busy) - time.monotonic()
-            ready = wait([w.conn for w in busy], timeout=max(0.0, left))
-            now = time.monotonic()
-            for worker in busy:
-                task, took = worker.task, now - worker.started
-                if worker.conn in ready:
-                    try:
-                        kind, value = pickle.loads(worker.conn.recv_bytes(self.max_result_bytes))
-                    except (EOFError, OSError) as exc:
-                        self._kill(worker)
-                        why = ("the grading worker died" if isinstance(exc, EOFError)
-                               else f"the result was larger than {self.max_result_bytes} bytes")
-                        yield task, "died" if isinstance(exc, EOFError) else "error", why, took
-                        continue
-                    worker.task = None
-                    yield task, kind, value, took
-                elif now >= worker.deadline:
-                    self._kill(worker)
-                    yield task, "timeout", f"grading took longer than {seconds:g} s", took
+                yield from self.start(task, request(task), seconds)
+            yield from self.wait()
