@@ -450,6 +450,7 @@ class NotebookResult:
     run: dict = field(default_factory=dict)
     layers: dict = field(default_factory=dict)
     notebook: str | None = None                    # the autograded .ipynb text
+    checks: dict = field(default_factory=dict)     # grade_id -> {answer key: {"status", "mistake"}}
 
     @property
     def technical_zero(self) -> bool:
@@ -742,6 +743,8 @@ def score_test_cell(test, message, problem, params, variant, stopped, out: Noteb
     except Exception as exc:  # noqa: BLE001 - never let one answer stop the batch
         out.reasons.append(f"cell {name!r} could not be graded ({type(exc).__name__})")
         return 0.0, ["✗ this cell could not be graded; your instructor has been told"]
+    from .evidence import check_verdicts
+    out.checks[name] = check_verdicts({k: o.status for k, o in result.outcomes.items()}, result.mistakes, keys)
     score = max(0.0, min(float(result.score), points, float(result.max_score)))
     lines = [f"Variant {variant}: {score:g} of {points:g} points in this cell"] + list(result.feedback)
     return score, lines
@@ -863,6 +866,8 @@ def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> N
         for comment in snb.comments:
             if comment.cell.name in nb.comments:
                 comment.auto_comment = nb.comments[comment.cell.name]
+    from .evidence import keep
+    keep(gb.db, course.course_id, assignment, result)    # the class report's evidence, replaced
     gb.db.commit()
     if late_plugin is not None:
         for nb in result.notebooks:

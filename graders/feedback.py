@@ -30,6 +30,7 @@ class Result:
     max_score: float = 0.0
     feedback: list[str] = field(default_factory=list)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
+    mistakes: dict[str, str] = field(default_factory=dict)   # answer key -> name of the declared mistake
 
     @property
     def full_marks(self) -> bool:

@@ -100,15 +100,17 @@ class Problem:
                     outcome = check.judge(reference[key], transport.encode(answers[key]))
                 except Exception as exc:  # noqa: BLE001 - a bad answer must never crash grading
                     outcome = Outcome(INVALID, f"could not be checked ({type(exc).__name__}).")
-            hint = None
+            mistake = None
             if outcome.status == FAIL:
                 if wrong_answers is None:
                     wrong_answers = [(m, m.wrong(params)) for m in self.mistakes]
-                hint = self._diagnose(key, check, answers[key], wrong_answers)
+                mistake = self._diagnose(key, check, answers[key], wrong_answers)
+            if mistake is not None:
+                result.mistakes[key] = mistake.name
             if outcome.passed:
                 result.score += check.points
             result.outcomes[key] = outcome
-            result.feedback.append(line(key, outcome, hint))
+            result.feedback.append(line(key, outcome, mistake.feedback if mistake else None))
         return result
 
     @staticmethod
@@ -117,7 +119,7 @@ class Problem:
             if key in wrong:
                 try:
                     if check.judge(wrong[key], transport.encode(answer)).passed:
-                        return mistake.feedback
+                        return mistake
                 except Exception:  # noqa: BLE001
                     continue
         return None
