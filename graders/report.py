@@ -91,12 +91,32 @@ class ClassData:
     seconds: dict = field(default_factory=dict)
 
 
+def _problem(name: str):
+    """The registered problem of notebook `name`, importing only its own module (not all of them,
+    some of which load torch), or None."""
+    import importlib
+
+    from .problem import Problem
+    try:
+        module = importlib.import_module(f"graders.problems.{name.replace('-', '_')}")
+    except ImportError:
+        module = None
+    problem = getattr(module, "PROBLEM", None)
+    if isinstance(problem, Problem) and problem.id == name:
+        return problem
+    from . import problems
+    try:
+        return problems.get(name)
+    except KeyError:
+        return None
+
+
 def collect(root, assignment: str) -> ClassData:
     """Grades and evidence of `assignment` from the course at `root`'s gradebook."""
     from nbgrader.api import (Assignment, BaseCell, Grade, Gradebook, Notebook, SubmittedAssignment,
                               SubmittedNotebook)
 
-    from . import evidence, problems
+    from . import evidence
     from .autograde import load_course
     from .variants import variant_for
     course = load_course(Path(root), assignment)
@@ -119,10 +139,7 @@ def collect(root, assignment: str) -> ClassData:
     for name, nb in course.notebooks.items():
         cells = nb.grade_cells + nb.task_cells
         item = items[name] = Item(name, float(sum(c.max_score for c in cells)))
-        try:
-            problem = problems.get(name)
-        except KeyError:
-            problem = None
+        problem = _problem(name)
         if problem is not None:
             item.checks = [(cell, key) for cell, keys in problem.cells.items() for key in keys]
             item.feedback = {m.name: m.feedback for m in problem.mistakes}
@@ -289,19 +306,18 @@ def top_mistakes(per_item: list, count: int = 5) -> list:
 # ============================================================================ figures
 def _figure_png(fig) -> str:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-    plt.close(fig)
+    fig.savefig(buffer, format="png", dpi=72)
     return base64.b64encode(buffer.getvalue()).decode()
 
 
 def figures(per_item: list) -> dict:
-    """Base64 PNGs: per item its histogram, check failures and variant means; one overview."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Base64 PNGs: one overview, and per item one figure of three panels (histogram, check
+    failures, variant means). matplotlib's object API, without pyplot: no global state, less to load."""
+    from matplotlib.figure import Figure
     out = {}
-    fig, ax = plt.subplots(figsize=(6, 0.5 + 0.4 * max(1, len(per_item))))
+    height = 0.9 + 0.35 * max(1, len(per_item))
+    fig = Figure(figsize=(6, height))
+    ax = fig.subplots(gridspec_kw=dict(left=0.3, right=0.95, bottom=0.6 / height, top=1 - 0.2 / height))
     names = [t.item.name for t in per_item]
     means = [float(np.mean(list(t.item.scores.values()))) / t.item.max_score if t.item.students and t.item.max_score
              else 0.0 for t in per_item]
@@ -312,46 +328,47 @@ def figures(per_item: list) -> dict:
     out["overview"] = _figure_png(fig)
     for t in per_item:
         item = t.item
-        fig, ax = plt.subplots(figsize=(5, 2.6))
+        top = max(item.max_score, 1)
+        height = 1.2 + 0.22 * max(6, len(t.checks))
+        # fixed margins: a layout engine would draw every figure twice
+        fig = Figure(figsize=(13, height))
+        scores_ax, checks_ax, variants_ax = fig.subplots(1, 3, gridspec_kw=dict(
+            left=0.05, right=0.98, wspace=0.6, bottom=0.65 / height, top=1 - 0.35 / height))
         if t.histogram:
-            ax.bar([s for s, _ in t.histogram], [c for _, c in t.histogram],
-                   width=max(item.max_score, 1) / 40, color="#4c72b0")
-        ax.set_xlim(-0.05 * max(item.max_score, 1), 1.05 * max(item.max_score, 1))
-        ax.set_xlabel("points")
-        ax.set_ylabel("students")
-        ax.set_title(f"{item.name}: scores")
-        out[f"{item.name}/histogram"] = _figure_png(fig)
+            scores_ax.bar([s for s, _ in t.histogram], [c for _, c in t.histogram], width=top / 25, color="#4c72b0")
+        scores_ax.set_xlim(-0.05 * top, 1.05 * top)
+        scores_ax.set_xlabel("points")
+        scores_ax.set_ylabel("students")
+        scores_ax.set_title("scores")
 
-        fig, ax = plt.subplots(figsize=(5, 0.6 + 0.3 * max(1, len(t.checks))))
-        labels = [f"{r[1]}:{r[2]}" for r in t.checks]
+        labels = [r[2] for r in t.checks]
         failed = [r[5] + r[6] for r in t.checks]
         if item.detailed:
             values = [f / r[3] if r[3] else 0.0 for f, r in zip(failed, t.checks)]
-            ax.set_xlim(0, 1)
-            ax.set_xlabel("failure rate (fail + invalid) / checked")
+            checks_ax.set_xlim(0, 1)
+            checks_ax.set_xlabel("(fail + invalid) / checked")
         else:
             values = failed
-            ax.set_xlabel("students failing (class too small for rates)")
-        ax.barh(labels or ["(no checks)"], values or [0], color="#c44e52")
-        ax.invert_yaxis()
-        out[f"{item.name}/checks"] = _figure_png(fig)
+            checks_ax.set_xlabel("students failing (too few for rates)")
+        checks_ax.barh(labels or ["(no checks)"], values or [0], color="#c44e52")
+        checks_ax.invert_yaxis()
+        checks_ax.tick_params(axis="y", labelsize=8)
+        checks_ax.set_title("failed checks")
 
-        fig, ax = plt.subplots(figsize=(5, 2.6))
-        labels = list(t.variants)
-        for i, label in enumerate(labels):
-            entry = t.variants[label]
+        for i, (label, entry) in enumerate(t.variants.items()):
             colour = "#c44e52" if entry["flagged"] else "#4c72b0"
             if entry["ci"] is not None:
                 low, high = entry["ci"]
-                ax.errorbar([i], [entry["mean"]], yerr=[[entry["mean"] - low], [high - entry["mean"]]],
-                            fmt="o", color=colour, capsize=4)
+                variants_ax.errorbar([i], [entry["mean"]], yerr=[[entry["mean"] - low], [high - entry["mean"]]],
+                                     fmt="o", color=colour, capsize=4)
             else:
-                ax.plot([i], [entry["mean"]], "o", color=colour)
-        ax.set_xticks(range(len(labels)), labels)
-        ax.set_ylim(-0.05 * max(item.max_score, 1), 1.05 * max(item.max_score, 1))
-        ax.set_xlabel("variant")
-        ax.set_ylabel("mean points")
-        out[f"{item.name}/variants"] = _figure_png(fig)
+                variants_ax.plot([i], [entry["mean"]], "o", color=colour)
+        variants_ax.set_xticks(range(len(t.variants)), list(t.variants))
+        variants_ax.set_ylim(-0.05 * top, 1.05 * top)
+        variants_ax.set_xlabel("variant (red: possibly unfair)")
+        variants_ax.set_ylabel("mean points")
+        variants_ax.set_title("variants" + (", 95% intervals" if item.detailed else ""))
+        out[item.name] = _figure_png(fig)
     return out
 
 
@@ -425,9 +442,7 @@ def render_html(data: ClassData, per_item: list, images: dict) -> str:
         item = t.item
         parts += [f'<section id="{html.escape(item.name)}"><h2>{html.escape(item.name)}</h2>',
                   f"<p>{item.students} students, maximum {_g(item.max_score)} points.</p>",
-                  '<div class="figures">', img(f"{item.name}/histogram", f"{item.name} score histogram"),
-                  img(f"{item.name}/checks", f"{item.name} check failures"),
-                  img(f"{item.name}/variants", f"{item.name} variant means"), "</div>",
+                  img(item.name, f"{item.name}: score histogram, failed checks, variant means"),
                   "<h3>Checks</h3>", _html_table(CHECK_COLUMNS, t.checks, "checks"),
                   "<h3>Declared mistakes, by how many students made them</h3>",
                   _html_table(MISTAKE_COLUMNS, t.mistakes, "mistakes"),
@@ -440,7 +455,7 @@ def render_html(data: ClassData, per_item: list, images: dict) -> str:
                   "</section>"]
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
              "table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 6px;"
-             "text-align:left;vertical-align:top}th{background:#eee}.figures img{margin-right:1em}"
+             "text-align:left;vertical-align:top}th{background:#eee}img{max-width:100%}"
              ".rules{font-size:90%;color:#444}section{border-top:2px solid #888;margin-top:2em}")
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(data.assignment)}: '
             f'class report</title><style>{style}</style></head><body>{"".join(parts)}</body></html>')
