@@ -188,13 +188,13 @@ def sqlite_class(tmp_path_factory):
 
 # ---------------------------------------------------------------------- the statistics alone
 def test_the_fairness_flag_is_rare_on_equal_variants_and_fires_on_a_harder_one():
-    """On 4 equal variants (50 students each) the flag fires in at most 10% of 150 classes; a variant
+    """On 4 equal variants (50 students each) the flag fires in at most 10% of 100 classes; a variant
     about 1 point (of 4) harder is flagged in at least 90% of them, the other three rarely."""
     rng = np.random.default_rng(20261201)
     points = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
     fair, hard = np.array([0.1, 0.1, 0.2, 0.2, 0.4]), np.array([0.3, 0.2, 0.2, 0.15, 0.15])
     equal_alarms = hard_hits = others_flagged = 0
-    trials = 150
+    trials = 100
     for trial in range(trials):
         groups = {v: rng.choice(points, size=50, p=fair) for v in "ABCD"}
         equal_alarms += any(e["flagged"] for e in report.variant_fairness(groups, seed=str(trial)).values())
