@@ -883,7 +883,10 @@ def score_test_cell(test, message, problem, params, variant, stopped, out: Noteb
     except Exception as exc:  # noqa: BLE001 - never let one answer stop the batch
         out.reasons.append(f"cell {name!r} could not be graded ({str(exc)[:120] or type(exc).__name__})")
         return 0.0, ["✗ this cell could not be graded; your instructor has been told"]
-    out.checks[name] = result["checks"]
+    from .evidence import check_verdicts
+    verdicts = result["checks"]   # plain data from the bounded child; kept in the gradebook as evidence
+    out.checks[name] = check_verdicts({k: v["status"] for k, v in verdicts.items()},
+                                      {k: v["mistake"] for k, v in verdicts.items()}, keys)
     score = max(0.0, min(float(result["score"]), points, float(result["max_score"])))
     lines = [f"Variant {variant}: {score:g} of {points:g} points in this cell"] + raised + result["feedback"]
     return score, lines
@@ -1071,6 +1074,8 @@ def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> N
         for comment in snb.comments:
             if comment.cell.name in nb.comments:
                 comment.auto_comment = nb.comments[comment.cell.name]
+    from .evidence import keep
+    keep(gb.db, course.course_id, assignment, result)    # the class report's evidence, replaced
     gb.db.commit()
     if late_plugin is not None:
         for nb in result.notebooks:

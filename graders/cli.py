@@ -7,6 +7,7 @@
   chapter build [--check]             regenerate (or check) source .ipynb, release/ and solutions/
   chapter site [--out DIR] [--only ID ...]  render solutions/ as a static site (default: site/)
   chapter autograde ASSIGNMENT [--scheduler ADDRESS]   grade every submission, sandboxed
+  chapter report ASSIGNMENT [--out DIR]   what the class got wrong: HTML, CSV and a summary
   chapter demo                        a small class through the exchange, graded, with feedback
 """
 from __future__ import annotations
@@ -163,6 +164,14 @@ def cmd_serve(args) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: service.stop())
     service.run()
+def cmd_report(args) -> int:
+    from pathlib import Path
+
+    from .report import build_report
+    root = Path(args.course).resolve() if args.course else contract.course_root()
+    written = build_report(root, args.assignment, out=Path(args.out).resolve() if args.out else None)
+    print(written.text)
+    print(f"\nreport: {written.html}\nCSV: {written.checks_csv} {written.mistakes_csv}")
     return 0
 
 
@@ -218,6 +227,11 @@ def main(argv=None) -> int:
     p.add_argument("--poll", action="store_true", help="poll the exchange (for network filesystems)")
     p.add_argument("--history", action="store_true", help="print every attempt, with times and scores")
     p.set_defaults(func=cmd_serve)
+    p = sub.add_parser("report", help="what the class got wrong, after grading: HTML, CSV, summary")
+    p.add_argument("assignment")
+    p.add_argument("--course", help="the course directory (default: this checkout, or $CHAPTER_ROOT)")
+    p.add_argument("--out", metavar="DIR", help="where to write it (default: reports/ASSIGNMENT in the course)")
+    p.set_defaults(func=cmd_report)
     p = sub.add_parser("demo", help="release, fetch, submit, collect, autograde and report a small class")
     p.set_defaults(func=cmd_demo)
     args = parser.parse_args(argv)

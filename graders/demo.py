@@ -3,8 +3,9 @@
 In a fresh course folder it releases the `worked` assignment, lets three
 students fetch it (each sees their own variant), fills in `w1-memory` as a
 correct, a wrong and a blank student would, submits through the exchange,
-collects, autogrades, generates feedback, and prints the grade table and the
-chapter status.
+collects, autogrades (with the sandboxed engine, which keeps each check's
+evidence), generates feedback, and prints the grade table, the path of the
+class report and the chapter status.
 """
 from __future__ import annotations
 
@@ -68,9 +69,10 @@ def run(where: Path | None = None, root: Path | None = None,
         print(f"== student {student}: variant {variant_for(student, ASSIGNMENT)}, submits a {how} {NOTEBOOK}")
     os.environ.pop("JUPYTERHUB_USER", None)
 
-    print("== instructor: collect, autograde, generate feedback")
+    print("== instructor: collect, autograde (sandboxed, keeping each check's evidence), generate feedback")
     nbgrader("collect", ASSIGNMENT, cwd=course)
-    nbgrader("autograde", ASSIGNMENT, "--force", cwd=course)
+    from .autograde import autograde
+    autograde(course, ASSIGNMENT, force=True, progress=False, out=None)
     nbgrader("generate_feedback", ASSIGNMENT, "--force", cwd=course)
 
     from nbgrader.api import Gradebook
@@ -85,6 +87,9 @@ def run(where: Path | None = None, root: Path | None = None,
         print(f"{student:<8} {variant_for(student, ASSIGNMENT):<8} {CLASS[student]:<10} "
               f"{score:>6g}/{max_score:g}")
     print(f"\nfeedback for each student: {course / 'feedback'}/<student>/{ASSIGNMENT}/{NOTEBOOK}.html\n")
+    from .report import build_report
+    print(f"what the class got wrong: {build_report(course, ASSIGNMENT).html} "
+          f"(`chapter report {ASSIGNMENT} --course {course}`)\n")
     for chapter in load_chapters(root):
         print(render(chapter_status(root, chapter), root))
     if site:

@@ -1,0 +1,75 @@
+"""Benchmark: `chapter report` for a class of 200 students x the 5 notebooks of `worked`.
+
+    .venv/bin/python bench/report_bench.py [--repeat 3] [--fresh]
+
+The class is the synthetic one of tests/test_report.py (50 students per variant, each
+declared mistake at a chosen rate, blanks, crashes, missing notebooks, one harder
+variant), recorded by the engine's own `record` into an SQLite gradebook under
+bench/out/report-class/ (built once, reused unless --fresh: recording 200 students
+takes minutes on a busy machine). It then builds the report `--repeat` times and
+prints each run's wall and CPU time (and the machine's load), split into reading the database, statistics, figures
+and writing, against the target of 10 s. The imports the command needs anyway
+(nbgrader alone imports Jupyter's server stack) are timed once, apart. There is no plain-nbgrader counterpart:
+nbgrader has no class report.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from graders.report import build_report  # noqa: E402
+from tests.test_report import ASSIGNMENT, build_class, make_class_course  # noqa: E402
+
+TARGET_SECONDS = 10.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--fresh", action="store_true", help="record the class again")
+    args = parser.parse_args()
+    course = ROOT / "bench" / "out" / "report-class"
+    if args.fresh or not (course / "gradebook.db").exists() or not (course / ".recorded").exists():
+        shutil.rmtree(course, ignore_errors=True)
+        started = time.perf_counter()
+        make_class_course(course)
+        build_class(course)
+        (course / ".recorded").write_text("200 students\n")
+        print(f"recorded 200 students x 5 notebooks in {time.perf_counter() - started:.1f} s "
+              "(record, not timed below)")
+    started, cpu = time.perf_counter(), time.process_time()
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+    import nbgrader.api  # noqa: F401
+
+    from graders.report import _problem
+    for name in ("w1-memory", "w2-compute", "w3-range", "w4-activations", "w5-clip-decay"):
+        _problem(name)
+    print(f"imports (nbgrader, matplotlib, the problems; once per process): {time.perf_counter() - started:.2f} s "
+          f"wall, {time.process_time() - cpu:.2f} s CPU")
+    load = os.getloadavg()[0]
+    print(f"load average {load:.1f} on {os.cpu_count()} cores (wall time grows with it; CPU time does not)")
+    worst = 0.0
+    for run in range(args.repeat):
+        started, cpu = time.perf_counter(), time.process_time()
+        written = build_report(course, ASSIGNMENT, out=course / "reports")
+        total, cpu = time.perf_counter() - started, time.process_time() - cpu
+        worst = max(worst, total)
+        parts = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in written.seconds.items())
+        print(f"run {run + 1}: {total:.2f} s wall, {cpu:.2f} s CPU ({parts})")
+    students = len(written.tables[0].item.scores)
+    notebooks = len(written.tables)
+    print(f"report for {students} students x {notebooks} notebooks: slowest {worst:.2f} s "
+          f"(target < {TARGET_SECONDS:g} s: {'met' if worst < TARGET_SECONDS else 'MISSED'}); {written.html}")
+    return 0 if worst < TARGET_SECONDS else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
