@@ -96,8 +96,8 @@ def student_setup(course: Path, home: Path) -> tuple[dict, Path]:
     (home / ".jupyter" / "nbgrader_config.py").write_text(
         config[0].replace("/path/to/the/course/exchange", str(course / "exchange")))
     env = clean_env(HOME=str(home))
-    for line in commands(section[2]):
-        run(line, home, env)
+    for script in blocks(section[2], "sh"):
+        run("set -e\n" + script, home, env)
     start = commands(section[3])
     assert len(start) == 1 and start[0].endswith("jupyter lab"), start
     for assignment in shlex.split(start[0])[:-2]:   # the VAR=value words before `jupyter lab`
