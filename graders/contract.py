@@ -28,16 +28,16 @@ def is_course(folder: Path) -> bool:
 def course_root(explicit: str | os.PathLike | None = None, start: Path | None = None) -> Path:
     """The course directory, found the way nbgrader and git find theirs.
 
-    In order: the folder given explicitly (`--course`), which must be a course; else the
+    In order: the folder given explicitly (`--course`), which must hold nbgrader_config.py; else the
     nearest folder at or above the current directory holding nbgrader_config.py and
     chapters.toml; else $CHAPTER_ROOT. Where the grading package is installed plays no
     part, so a copy of the course, or a non-editable install, works from its own folder.
     """
     wanted = " and ".join(COURSE_FILES)
-    if explicit:
+    if explicit:   # a grading-only course (nbgrader's folders, no chapters.toml) is one too
         folder = Path(explicit).resolve()
-        if not is_course(folder):
-            raise CourseNotFound(f"--course {explicit}: {folder} holds no {wanted}")
+        if not (folder / COURSE_FILES[0]).is_file():
+            raise CourseNotFound(f"--course {explicit}: {folder} holds no {COURSE_FILES[0]}")
         return folder
     here = Path(start or os.getcwd()).resolve()
     for folder in (here, *here.parents):

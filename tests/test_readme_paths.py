@@ -191,6 +191,8 @@ def test_the_course_is_found_from_where_the_instructor_stands(tmp_path, monkeypa
         contract.course_root()
     with pytest.raises(contract.CourseNotFound, match="--course"):
         contract.course_root(str(nowhere))
+    shutil.copy(REPO / "nbgrader_config.py", nowhere)        # a grading-only course, as `--course` may name
+    assert contract.course_root(str(nowhere)) == nowhere.resolve()
 
 
 def test_an_installed_grading_library_works_on_the_course_it_stands_in(tmp_path):
