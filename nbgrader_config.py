@@ -7,7 +7,7 @@ course root (ignored by git), so no system path or root access is needed.
 """
 import os
 
-from graders.nbgrader_hooks import GradedStudent
+from graders.nbgrader_hooks import GradedStudent, HiddenTestsOutOfTracebacks
 
 c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
 
@@ -55,10 +55,12 @@ c.LimitOutput.max_traceback = 40
 c.Autograde.create_student = True
 # GradedStudent tells the hidden tests which student (and so which variant) is
 # being graded, and silences Python warnings, since nbgrader scores a test cell
-# 0 for any output on stderr.
+# 0 for any output on stderr. HiddenTestsOutOfTracebacks drops the hidden tests'
+# lines from a failing test cell's traceback, which formgrader and feedback show.
 c.Autograde.autograde_preprocessors = [
     GradedStudent,
     "nbgrader.preprocessors.Execute",
+    HiddenTestsOutOfTracebacks,
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -81,5 +83,6 @@ c.GenerateAssignment.create_assignment = True
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    HiddenTestsOutOfTracebacks,   # also for notebooks autograded before it was configured
     "nbgrader.preprocessors.ClearHiddenTests",
 ]

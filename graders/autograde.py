@@ -135,8 +135,7 @@ def load_course(root: Path, assignment: str, config=None) -> Course:
         try:
             found = gb.find_assignment(assignment)
         except MissingEntry:
-            raise SystemExit(f"no assignment {assignment!r} in the gradebook; "
-                             f"run `nbgrader generate_assignment {assignment}` first") from None
+            found = _registered_from_release(gb, root, coursedir, assignment)
         for nb in sorted(found.notebooks, key=lambda n: n.name):
             cells = [SimpleNamespace(name=c.name, cell_type=c.cell_type, locked=bool(c.locked),
                                      checksum=c.checksum, source=c.source) for c in nb.source_cells]
@@ -162,6 +161,17 @@ def load_course(root: Path, assignment: str, config=None) -> Course:
         exclude_overwriting=list(config.Autograde.get("exclude_overwriting", {}).get(assignment, [])),
         excluded_students=[s for s in (coursedir.student_id_exclude or "").split(",") if s],
     )
+
+
+def _registered_from_release(gb, root: Path, coursedir, assignment: str):
+    """The assignment, registered from the committed release/ when the gradebook lacks it."""
+    from .build import register_release
+    if not (Path(coursedir.format_path(coursedir.release_directory, ".", assignment))).is_dir():
+        raise SystemExit(f"no assignment {assignment!r} in the gradebook and no release of it; "
+                         f"run `nbgrader generate_assignment {assignment}` first")
+    gb.db.rollback()   # end this session's read, so that nbgrader's process may write
+    print(register_release(root, assignment, coursedir.db_url, coursedir.course_id), flush=True)
+    return gb.find_assignment(assignment)
 
 
 def _in_release_order(coursedir, assignment, notebook, cells):

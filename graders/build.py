@@ -64,9 +64,26 @@ def notebook_text(pct: Path) -> str:
     nb.metadata.pop("jupytext", None)
     for i, cell in enumerate(nb.cells):  # stable ids, so regenerating changes nothing
         cell.id = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell-{i}"
+    if any(c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade") for c in nb.cells):
+        nb.cells.insert(1, validate_note())
     nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
     nb.metadata["language_info"] = {"name": "python"}
     return nbformat.writes(nb) + "\n"
+
+
+VALIDATE_NOTE = """\
+> **What Validate tells you.** *Validate* runs the visible tests, which check only the form of
+> your answers: that each is there, of the right type, in the allowed symbols.
+> "Success! Your notebook passes all the tests." means the form is right, not that your
+> derivation or your numbers are: those are checked when your notebook is graded. Where your
+> course offers instant feedback, use it to check them before you submit."""
+
+
+def validate_note():
+    """The note every autograded notebook carries under its title: what Validate does not check."""
+    cell = nbformat.v4.new_markdown_cell(VALIDATE_NOTE, id="validate-note")
+    cell.metadata.update(deletable=False, editable=False)
+    return cell
 
 
 def sync_sources(root: Path, write: bool) -> list[str]:
@@ -136,3 +153,28 @@ def course_with_pct(root: Path, course: Path) -> Path:
     for pct in (root / "source").glob("*/*.pct.py"):
         shutil.copy(pct, course / "source" / pct.parent.name / pct.name)
     return course
+
+
+def register_release(root: Path, assignment: str, db_url: str, course_id: str) -> str:
+    """Put a committed release's assignment into a gradebook that lacks it; the line that says so.
+
+    `release/` is committed, so `nbgrader generate_assignment` skips it and records nothing.
+    nbgrader's own generate_assignment runs instead in a scratch copy of the course's config
+    and source, writing the real gradebook; its release must equal the committed one byte for
+    byte, or the assignment is taken out again and the grading refused, naming what differs.
+    """
+    from nbgrader.api import Gradebook
+    with tempfile.TemporaryDirectory(prefix="chapter-register-") as tmp:
+        course = make_course(root, Path(tmp), only=[assignment])
+        with (course / "nbgrader_config.py").open("a") as config:   # the real gradebook, kept out of argv
+            config.write(f"\nc.CourseDirectory.db_url = {db_url!r}\n")
+        nbgrader("generate_assignment", assignment, "--force", cwd=course)
+        drift = _differences(course / "release" / assignment, root / "release" / assignment,
+                             f"release/{assignment}")
+    if drift:
+        with Gradebook(db_url, course_id) as gb:
+            gb.remove_assignment(assignment)
+        raise SystemExit(f"no assignment {assignment!r} in the gradebook, and the committed release does "
+                         f"not match source/{assignment}:\n  " + "\n  ".join(drift))
+    return (f"gradebook: registered {assignment!r} from source/{assignment} "
+            f"(its release matches the committed release/{assignment})")

@@ -33,7 +33,7 @@ def existing(root, chapter, reports) -> set[str]:
 
 
 def cmd_status(args) -> int:
-    root = contract.course_root()
+    root = contract.course_root(args.course)
     chapters = [c for c in contract.load_chapters(root) if not args.chapter or c.id == args.chapter]
     if not chapters:
         print(f"no chapter {args.chapter!r}", file=sys.stderr)
@@ -73,7 +73,7 @@ def run_gate(root, chapter, only=None, refresh=False, verbose=False) -> int:
 
 
 def cmd_gate(args) -> int:
-    root = contract.course_root()
+    root = contract.course_root(args.course)
     chapters = [c for c in contract.load_chapters(root) if not args.chapter or c.id == args.chapter]
     code = 0
     for chapter in chapters:
@@ -82,7 +82,7 @@ def cmd_gate(args) -> int:
 
 
 def cmd_check(args) -> int:
-    root = contract.course_root()
+    root = contract.course_root(args.course)
     for chapter in contract.load_chapters(root):
         if any(nb.endswith("/" + args.item) for nb in chapter.notebooks):
             return run_gate(root, chapter, only=[args.item], refresh=True, verbose=True)
@@ -91,7 +91,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_publish(args) -> int:
-    root = contract.course_root()
+    root = contract.course_root(args.course)
     chapter = contract.find_chapter(args.chapter, root)
     build(root, write=True)
     candidate = dataclasses.replace(chapter, state="published")
@@ -114,12 +114,12 @@ def publish_site(root, out, only=None) -> int:
 
 def cmd_site(args) -> int:
     from pathlib import Path
-    root = contract.course_root()
+    root = contract.course_root(args.course)
     return publish_site(root, Path(args.out).resolve() if args.out else root / "site", only=args.only)
 
 
 def cmd_build(args) -> int:
-    root = contract.course_root()
+    root = contract.course_root(args.course)
     reasons = build(root, write=not args.check)
     for reason in reasons:
         print(reason)
@@ -131,7 +131,7 @@ def cmd_build(args) -> int:
 
 def cmd_demo(args) -> int:
     from .demo import run
-    run(site=True)
+    run(root=contract.course_root(args.course), site=True)
     return 0
 
 
@@ -139,7 +139,7 @@ def cmd_autograde(args) -> int:
     from pathlib import Path
 
     from .autograde import autograde, limits_from, load_config
-    root = Path(args.course).resolve() if args.course else contract.course_root()
+    root = contract.course_root(args.course)
     limits = limits_from(load_config(root), cell_seconds=args.cell_timeout,
                          notebook_seconds=args.notebook_timeout)
     report = autograde(root, args.assignment, workers=args.workers, limits=limits, force=args.force,
@@ -212,7 +212,6 @@ def main(argv=None) -> int:
     p.add_argument("--force", action="store_true", help="regrade submissions the journal says are done")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="grade on a Dask cluster (tcp://host:8786); default: this machine's cores")
-    p.add_argument("--course", help="the course directory (default: this checkout, or $CHAPTER_ROOT)")
     p.add_argument("--cell-timeout", type=float, help="seconds per cell (default: Execute.timeout)")
     p.add_argument("--notebook-timeout", type=float, help="seconds per notebook")
     p.add_argument("--no-progress", action="store_true")
@@ -234,8 +233,15 @@ def main(argv=None) -> int:
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("demo", help="release, fetch, submit, collect, autograde and report a small class")
     p.set_defaults(func=cmd_demo)
+    for command in sub.choices.values():   # every command works on one course: contract.course_root
+        command.add_argument("--course", metavar="DIR", help="the course directory (default: the folder at "
+                             "or above this one holding nbgrader_config.py and chapters.toml, else $CHAPTER_ROOT)")
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except contract.CourseNotFound as error:
+        print(f"chapter: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -14,9 +14,43 @@ from pathlib import Path
 STRANDS = ("basics", "concept", "theory", "mathematics", "practice")
 
 
-def course_root() -> Path:
-    """The course directory: $CHAPTER_ROOT, else the checkout holding this package."""
-    return Path(os.environ.get("CHAPTER_ROOT") or Path(__file__).resolve().parents[1])
+COURSE_FILES = ("nbgrader_config.py", "chapters.toml")
+
+
+class CourseNotFound(FileNotFoundError):
+    """No folder holding the course files where the instructor said or stands."""
+
+
+def is_course(folder: Path) -> bool:
+    return all((folder / name).is_file() for name in COURSE_FILES)
+
+
+def course_root(explicit: str | os.PathLike | None = None, start: Path | None = None) -> Path:
+    """The course directory, found the way nbgrader and git find theirs.
+
+    In order: the folder given explicitly (`--course`), which must hold nbgrader_config.py; else the
+    nearest folder at or above the current directory holding nbgrader_config.py and
+    chapters.toml; else $CHAPTER_ROOT. Where the grading package is installed plays no
+    part, so a copy of the course, or a non-editable install, works from its own folder.
+    """
+    wanted = " and ".join(COURSE_FILES)
+    if explicit:   # a grading-only course (nbgrader's folders, no chapters.toml) is one too
+        folder = Path(explicit).resolve()
+        if not (folder / COURSE_FILES[0]).is_file():
+            raise CourseNotFound(f"--course {explicit}: {folder} holds no {COURSE_FILES[0]}")
+        return folder
+    here = Path(start or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if is_course(folder):
+            return folder
+    named = os.environ.get("CHAPTER_ROOT")
+    if named:
+        folder = Path(named).resolve()
+        if not is_course(folder):
+            raise CourseNotFound(f"$CHAPTER_ROOT={named}: {folder} holds no {wanted}")
+        return folder
+    raise CourseNotFound(f"no course found: no folder holding {wanted} at or above {here}, "
+                         "and neither --course nor $CHAPTER_ROOT was given")
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ For every item of a chapter the gate proves, by running them:
 and, for the chapter, that `release/` and `solutions/` match `source/`.
 
 Verdicts are cached in `.chapter/verdicts.json` under a fingerprint of every
-file they depend on, so `chapter status` re-runs only what changed.
+file they depend on, so `chapter status` re-runs only what changed; the in-sync
+check, in `.chapter/build-check.json`, likewise. Both fingerprints read paths
+inside the course and contents only, so a copy of the course keeps its cache.
 """
 from __future__ import annotations
 
@@ -203,11 +205,47 @@ def verdicts(root: Path, notebooks: list[str], refresh: bool = False) -> dict[st
     return reports
 
 
+BUILD_CACHE = Path(".chapter") / "build-check.json"
+
+
+def build_fingerprint(root: Path) -> str:
+    """A hash of everything `chapter build --check` reads: the grading library, nbgrader's and
+    jupytext's versions, the course configuration and every file under source/, release/ and
+    solutions/, by path inside the course and content (so a copy of the course has the same)."""
+    import jupytext
+    import nbgrader
+    from .autograde import code_digest
+    digest = hashlib.sha256(f"{code_digest()} {nbgrader.__version__} {jupytext.__version__}".encode())
+    files = [root / "nbgrader_config.py"]
+    for folder in ("source", "release", "solutions"):
+        files += sorted(p for p in (root / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                        and ".ipynb_checkpoints" not in p.parts)
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        digest.update(path.read_bytes() if path.exists() else b"<absent>")
+    return digest.hexdigest()
+
+
+def build_reasons(root: Path, refresh: bool = False) -> list[str]:
+    """`build(root, write=False)`, whose answer is cached under the build's fingerprint."""
+    cache_path, key = root / BUILD_CACHE, build_fingerprint(root)
+    try:
+        cached = json.loads(cache_path.read_text())
+        if cached.get("fingerprint") == key and not refresh:
+            return list(cached["reasons"])
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    reasons = build(root, write=False)
+    cache_path.parent.mkdir(exist_ok=True)
+    cache_path.write_text(json.dumps({"fingerprint": key, "reasons": reasons}, indent=1))
+    return reasons
+
+
 def gate(root: Path, chapter: Chapter, only: list[str] | None = None,
          refresh: bool = False) -> tuple[list[str], dict[str, ItemReport]]:
     """Every reason the chapter (or the `only` items) falls short, and the item verdicts."""
     notebooks = [nb for nb in chapter.notebooks if not only or nb.split("/")[-1] in only]
-    reasons = build(root, write=False)
+    reasons = build_reasons(root, refresh=refresh)
     if only:
         reasons = [r for r in reasons if any(f"/{i}." in r for i in only)]
     reports = verdicts(root, notebooks, refresh=refresh)

@@ -32,9 +32,11 @@ def copy_course(into: Path, items: list[str]) -> Path:
 
 @pytest.fixture
 def scratch_course(tmp_path, monkeypatch):
-    """A scratch course with w1-memory only, used as the chapter root."""
+    """A scratch course with w1-memory only, used as the chapter root: the tests stand in it, as an
+    instructor would (the course is found from the current folder before $CHAPTER_ROOT)."""
     root = copy_course(tmp_path, ["worked/w1-memory"])
     monkeypatch.setenv("CHAPTER_ROOT", str(root))
+    monkeypatch.chdir(root)
     return root
 
 
