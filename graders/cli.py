@@ -149,10 +149,9 @@ def cmd_autograde(args) -> int:
 
 def cmd_serve(args) -> int:
     import signal
-    from pathlib import Path
 
     from .serve import Service, history
-    root = Path(args.course).resolve() if args.course else contract.course_root()
+    root = contract.course_root(args.course)
     if args.history:
         for assignment in args.assignment:
             for student, attempt in history(root, assignment):
@@ -168,7 +167,7 @@ def cmd_report(args) -> int:
     from pathlib import Path
 
     from .report import build_report
-    root = Path(args.course).resolve() if args.course else contract.course_root()
+    root = contract.course_root(args.course)
     written = build_report(root, args.assignment, out=Path(args.out).resolve() if args.out else None)
     print(written.text)
     print(f"\nreport: {written.html}\nCSV: {written.checks_csv} {written.mistakes_csv}")
@@ -221,14 +220,12 @@ def main(argv=None) -> int:
     p = sub.add_parser("serve", help="grade each submission as it arrives in the exchange, and release "
                                      "its feedback")
     p.add_argument("assignment", nargs="+")
-    p.add_argument("--course", help="the course directory (default: this checkout, or $CHAPTER_ROOT)")
     p.add_argument("--workers", "-j", type=int, help="parallel graders (default: every core)")
     p.add_argument("--poll", action="store_true", help="poll the exchange (for network filesystems)")
     p.add_argument("--history", action="store_true", help="print every attempt, with times and scores")
     p.set_defaults(func=cmd_serve)
     p = sub.add_parser("report", help="what the class got wrong, after grading: HTML, CSV, summary")
     p.add_argument("assignment")
-    p.add_argument("--course", help="the course directory (default: this checkout, or $CHAPTER_ROOT)")
     p.add_argument("--out", metavar="DIR", help="where to write it (default: reports/ASSIGNMENT in the course)")
     p.set_defaults(func=cmd_report)
     p = sub.add_parser("demo", help="release, fetch, submit, collect, autograde and report a small class")
