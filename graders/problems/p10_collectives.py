@@ -347,8 +347,9 @@ def _solve(text: str, kind: str) -> dict:
     world, numel, dtype = q["world"], q["numel"], q["dtype"]
     e, m = ELEMENT_BYTES[dtype], ELEMENT_BYTES[q["model_dtype"]]
     tensor_bytes = numel * e
-    factor = {"ring": 2 * (world - 1) / world, "no-fraction": 2.0, "one-phase": (world - 1) / world,
-              "whole-tensor": 2.0 * (world - 1)}.get(kind, 2 * (world - 1) / world)
+    ring_factor = 2 * (world - 1) / world
+    factor = {"no-fraction": 2.0, "one-phase": (world - 1) / world,
+              "whole-tensor": 2.0 * (world - 1)}.get(kind, ring_factor)
     traffic_kind = kind if kind in ("one-phase", "whole-tensor") else "ring"
     sent, _ = ring_traffic(numel, world, dtype, traffic_kind)
     n = n_parameters(q["widths"])
