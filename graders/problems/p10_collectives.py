@@ -68,6 +68,7 @@ def launch(worker, world, *args):
     import torch._dynamo  # noqa: F401
     import torch.distributed.fsdp  # noqa: F401
 
+    _check_loopback()
     context = multiprocessing.get_context("fork")
     folder = tempfile.mkdtemp(prefix="p10-")
     store = f"file://{folder}/store"
@@ -98,6 +99,24 @@ def launch(worker, world, *args):
         for pipe in pipes:
             pipe.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _check_loopback():
+    """Raise a clear error where gloo could not work: no loopback interface with an address (a
+    network namespace whose `lo` is down, as in a sandbox that never brought it up)."""
+    import socket
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server, \
+                socket.create_connection(_listening(server), timeout=5):
+            pass
+    except OSError as exc:
+        raise RuntimeError(f"gloo needs the loopback interface, and 127.0.0.1 is not usable here ({exc})") from None
+
+
+def _listening(server):
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    return server.getsockname()
 
 
 def _join_and_run(worker, rank, world, store, pipe, args):

@@ -113,6 +113,12 @@ LAUNCH_SECONDS = 45.0
 # chapter: include graders.problems.p10_collectives.launch
 
 
+# chapter: include graders.problems.p10_collectives._check_loopback
+
+
+# chapter: include graders.problems.p10_collectives._listening
+
+
 # chapter: include graders.problems.p10_collectives._join_and_run
 
 

@@ -230,3 +230,17 @@ def test_a_strand_holding_more_than_owed_owes_nothing():
     assert status["strands"]["practice"] == {"have": 10, "owed": 9}
     assert status["owes"] == 0 and shortfalls(status) == []
     assert "10/9" in render(status, ROOT)
+
+
+def test_no_loopback_is_a_clear_error():
+    """Where 127.0.0.1 cannot be reached (a network namespace whose lo is down), launch says so."""
+    import shutil
+    import subprocess
+    import sys
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-n", "true"]).returncode != 0:
+        pytest.skip("no unprivileged or root `unshare -n` here")
+    code = ("from graders.problems import p10_collectives as m\n"
+            "try:\n    m.launch(None, 2)\nexcept RuntimeError as e:\n    print(e)\n")
+    out = subprocess.run(["unshare", "-n", sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    assert "gloo needs the loopback interface" in out.stdout, out.stderr[-2000:]
