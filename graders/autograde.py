@@ -902,7 +902,7 @@ def score_test_cell(test, message, problem, params, variant, stopped, out: Noteb
     return score, lines
 
 
-def grade_bounded(problem, params, answers, keys, seconds: float = GRADE_SECONDS, instant: bool = False) -> dict:
+def grade_bounded(problem, params, answers, keys, seconds: float | None = None, instant: bool = False) -> dict:
     """`problem.grade` in a forked child under a time, memory and size bound, as JSON data.
 
     Reading and comparing a hostile answer must never hold the batch: the child is
@@ -923,7 +923,8 @@ def grade_bounded(problem, params, answers, keys, seconds: float = GRADE_SECONDS
                            for k, o in r.outcomes.items()},
                 "decided": symbolic.decided_since(mark)}
 
-    result = run_bounded(work, timeout=seconds, memory_bytes=GRADE_MEMORY_BYTES, max_output=GRADE_RESULT_BYTES)
+    result = run_bounded(work, timeout=seconds or GRADE_SECONDS, memory_bytes=GRADE_MEMORY_BYTES,
+                         max_output=GRADE_RESULT_BYTES)
     symbolic.remember(result.pop("decided", ()))
     return result
 

@@ -99,7 +99,6 @@ class Stalls:
 def test_grading_past_its_bound_scores_zero_with_a_reason(monkeypatch):
     """`Problem.grade` past GRADE_SECONDS: the cell scores 0 with a reason; nothing waits longer."""
     monkeypatch.setattr(ag, "GRADE_SECONDS", 1.0)
-    monkeypatch.setattr(ag.grade_bounded, "__defaults__", (1.0,))
     out = ag.NotebookResult("nb", max_score=2.0)
     test = {"name": "check", "keys": ["x"], "points": 2.0}
     message = {"raised": False, "answers": {"x": 1}}
