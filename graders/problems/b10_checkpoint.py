@@ -33,6 +33,7 @@ import math
 
 from ..numeric import Count, Number, Numbers
 from ..problem import Mistake, Problem
+from ..units import byte_unit_slips
 
 # What might go into a checkpoint; the student answers with the indices that must.
 MENU = (
@@ -121,10 +122,6 @@ def _scaler_rule_reversed(q):
     return {"must_hold": held if precision == "fp16" else held + [8]}
 
 
-def _gb(q):
-    return {"checkpoint_bytes": _answers(q)["checkpoint_bytes"] / 2 ** 30}
-
-
 class CheckpointProblem(Problem):
     id = "b10-checkpoint"
     title = "Checkpoint"
@@ -185,11 +182,8 @@ class CheckpointProblem(Problem):
             "0-dim float32 tensor, 4 bytes per parameter tensor.",
             _no_step_tensors,
         ),
-        Mistake(
-            "gib-not-bytes",
-            "the size looks like GiB (divided by 2**30); the chapter's unit is plain bytes.",
-            _gb,
-        ),
+        *byte_unit_slips(lambda q: {"checkpoint_bytes": _answers(q)["checkpoint_bytes"]},
+                         what="the size"),
     )
 
 

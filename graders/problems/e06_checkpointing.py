@@ -21,6 +21,7 @@ import sympy
 from ..numeric import Number
 from ..problem import Mistake, Problem
 from ..symbolic import Expr
+from ..units import byte_unit_slips
 
 SECONDS_PER_DAY = 86_400
 GPUS_PER_NODE = 8          # the 8-GPU A100 servers of Kokolis et al.'s clusters
@@ -147,11 +148,8 @@ class CheckpointingProblem(Problem):
             "inside an interval, so on average half of it (tau/2) is lost.",
             lambda q: _whole_interval(q),
         ),
-        Mistake(
-            "gib-not-bytes",
-            "the checkpoint size looks like GiB (divided by 2**30); the chapter's unit is plain bytes.",
-            lambda q: {"checkpoint_bytes": q["N"] * q["bytes_per_param"] / 2**30},
-        ),
+        *byte_unit_slips(lambda q: {"checkpoint_bytes": q["N"] * q["bytes_per_param"]},
+                         what="the checkpoint size"),
     )
 
 

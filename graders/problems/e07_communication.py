@@ -35,6 +35,7 @@ from .. import hardware
 from ..numeric import Number
 from ..problem import Mistake, Problem
 from ..symbolic import Expr
+from ..units import byte_unit_slips
 
 SYMBOLS = ("K", "M")
 
@@ -202,6 +203,8 @@ class CommunicationProblem(Problem):
             "that is the busy share of the pipeline, M/(M+K-1); the bubble is the idle share.",
             lambda q: {"bubble_fraction": 1 - gpipe_bubble(q["stages"], q["microbatches"])},
         ),
+        *byte_unit_slips(lambda q: {"allreduce_bytes_per_device":
+                                    allreduce_bytes(q["N"], q["bytes_per_grad"], q["P"])}),
     )
 
 

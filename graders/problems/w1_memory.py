@@ -8,6 +8,7 @@ for mixed-precision Adam) and section 5 (stages P_os, P_os+g, P_os+g+p).
 from ..numeric import Count, Number
 from ..problem import Mistake, Problem
 from ..symbolic import Expr, symbols_for
+from ..units import byte_unit_slips
 
 FP16 = 2  # bytes of one fp16 parameter, and of one fp16 gradient
 
@@ -79,12 +80,8 @@ class MemoryProblem(Problem):
             lambda q: {k: v for k, v in _answers(q["N"], q["P"], q["K"], min(int(q["stage"]) + 1, 3)).items()
                        if k.startswith("per_device")},
         ),
-        Mistake(
-            "gib-not-bytes",
-            "the answer looks like GiB (divided by 2**30); the chapter's unit is plain bytes.",
-            lambda q: {k: v / 2**30 for k, v in _answers(q["N"], q["P"], q["K"], int(q["stage"])).items()
-                       if k in ("total_bytes", "per_device_bytes")},
-        ),
+        *byte_unit_slips(lambda q: {k: v for k, v in _answers(q["N"], q["P"], q["K"], int(q["stage"])).items()
+                                    if k in ("total_bytes", "per_device_bytes")}),
         Mistake(
             "fp32-gradients",
             "the gradients were counted in fp32 (4 bytes); in mixed precision they are fp16 (2 bytes).",
