@@ -75,8 +75,10 @@ class CheckpointingProblem(Problem):
     assignment = "exercises"
     symbols = SYMBOLS
     # failure_rate is per node-day: Kokolis et al. report 6.50 (RSC-1) and 2.34 (RSC-2)
-    # failures per 1000 node-days. bytes_per_param 14 = bf16 weights (2) + fp32 master
-    # weights, Adam momentum and variance (4 + 4 + 4); 12 leaves the bf16 copy out.
+    # failures per 1000 node-days. bytes_per_param follows the chapter's definition of a
+    # checkpoint (graders.definitions.CHECKPOINT): 12 = fp32 master weights, Adam momentum
+    # and variance; 14 when the framework also writes the bf16 module weights (DeepSpeed,
+    # Megatron-LM).
     variants = {
         # a 7B model on 32 nodes (256 GPUs), writing to a 10 GB/s shared filesystem
         "A": {"N": 7_000_000_000, "bytes_per_param": 14, "write_bandwidth": 10e9,
