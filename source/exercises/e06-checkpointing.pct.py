@@ -23,8 +23,6 @@
 # %% [markdown]
 # ## 1. What a checkpoint holds, and how long it takes to write
 #
-# To resume training exactly, a checkpoint must hold everything the next step reads.
-#
 # **What a checkpoint holds (the chapter's definition).** A training checkpoint holds
 # everything the next step reads and cannot recompute: the fp32 weights (in mixed precision,
 # the fp32 master copy), the optimiser's state, the learning-rate scheduler's state, the
@@ -45,6 +43,7 @@
 #
 # Gradients are not saved: the next step computes fresh ones. Your variant's
 # `bytes_per_param` says which of the two layouts its run writes.
+#
 # A checkpoint of $N$ parameters at $b$ bytes each is $Nb$ bytes, and writing it at $W$
 # bytes per second stalls the run for
 #

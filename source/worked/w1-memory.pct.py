@@ -84,13 +84,16 @@ for stage, expr in example_stages.items():
 import matplotlib.pyplot as plt
 
 
-def draw_zero_stages(stage_bytes, device_bytes, device_name, title):
+def draw_zero_stages(stage_bytes, device_bytes, device_name, title, own_stage=None):
     """Per-device model-state bytes of ZeRO stages 0-3 as bars, against one device's memory."""
     labels = ["0: plain DP", "1: $P_{os}$", "2: $P_{os+g}$", "3: $P_{os+g+p}$"]
     colours = ["C3" if b > device_bytes else "C0" for b in stage_bytes]
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     bars = ax.bar(labels, [b / 1e9 for b in stage_bytes], color=colours)
     ax.bar_label(bars, labels=[f"{b / 1e9:.3g} GB" for b in stage_bytes], fontsize=8)
+    if own_stage is not None:                     # outline the stage the run uses
+        bars[own_stage].set_edgecolor("k")
+        bars[own_stage].set_linewidth(2)
     ax.axhline(device_bytes / 1e9, color="k", ls="--", lw=1)
     ax.text(3.45, device_bytes / 1e9, f" {device_name}: {device_bytes / 1e9:.0f} GB",
             va="bottom", ha="right", fontsize=8)
@@ -208,5 +211,6 @@ your_stage_bytes = [float(expr.subs({N_: params["N"], P_: params["P"], K_: param
                     for expr in example_stages.values()]
 device = DEVICES[VARIANT]
 draw_zero_stages(your_stage_bytes, device["memory_bytes"], device["device"],
-                 f"Variant {VARIANT}: N = {params['N']:.3g}, P = {params['P']}, K = {params['K']}")
+                 f"Variant {VARIANT}: N = {params['N']:.3g}, P = {params['P']}, K = {params['K']} "
+                 f"(outlined: your stage {params['stage']})", own_stage=params["stage"])
 ### END SOLUTION

@@ -172,6 +172,8 @@ def test_notebook_figure_draws_the_variants_four_stages(label, monkeypatch):
     heights = [bar.get_height() * GB for bar in ax.patches]
     q = P1.variants[label]
     assert heights == pytest.approx([per_device(q["N"], q["P"], q["K"], s) for s in range(4)], rel=1e-9)
+    outlined = [i for i, bar in enumerate(ax.patches) if bar.get_linewidth() == 2]
+    assert outlined == [q["stage"]]
     (line,) = ax.get_lines()
     assert line.get_ydata()[0] * GB == pytest.approx(DEVICES[label].memory_bytes)
     plt.close("all")
