@@ -31,6 +31,7 @@ import torch
 from ..numeric import Count, Number
 from ..problem import Mistake, Problem, one_torch_thread
 from ..symbolic import Expr, symbols_for
+from ..units import byte_unit_slips
 
 ADAM_BYTES = {"fp32": 8, "mixed": 12}       # optimiser-state bytes per parameter
 FP32 = 4
@@ -183,6 +184,7 @@ class OptimiserStateProblem(Problem):
             lambda q: _only(("adam_bytes_per_param", "optimizer_bytes", "optimizer_bytes_expr"),
                             _answers(q, adam_bytes=12)) if q["precision"] == "fp32" else {},
         ),
+        *byte_unit_slips(lambda q: {"optimizer_bytes": _answers(q)["optimizer_bytes"]}),
     )
 
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..numeric import Number, Numbers
 from ..problem import Mistake, Problem
+from ..units import byte_unit_slips
 
 FP16 = {"max": 65504.0, "min_normal": 2.0 ** -14, "min_subnormal": 2.0 ** -24}
 BF16 = {"max": (2 - 2.0 ** -7) * 2.0 ** 127, "min_normal": 2.0 ** -126, "min_subnormal": 2.0 ** -133}
@@ -208,6 +209,7 @@ class MixedPrecisionProblem(Problem):
             "this looks like a count of bits; the unit is bytes (a 16-bit value is 2 bytes).",
             lambda q: {"bytes_saved": 8 * (2 * _read(q)[2] - 2 * _read(q)[1])},
         ),
+        *byte_unit_slips(lambda q: {"bytes_saved": _answers(q)["bytes_saved"]}),
     )
 
 

@@ -6,7 +6,10 @@ stopped: the weights (fp32, the master copy in mixed precision), the optimizer's
 state, the random number generators' states, and the position in the data. A GradScaler's
 state (loss scale, growth tracker) belongs to it when fp16 is trained with one. Gradients,
 activations and the 16-bit copy of the weights are not saved: a checkpoint is taken between
-steps, when the first two do not exist, and the third is a cast of the fp32 weights.
+steps, when the first two do not exist, and the third is a cast of the fp32 weights. This is
+the chapter's definition (graders.definitions.CHECKPOINT, printed in b10, e06 and p6): the
+16-bit copy is saved only when the checkpoint must also load as a model without its
+optimiser, as DeepSpeed's and Megatron-LM's do (14 bytes per parameter with Adam, not 12).
 
 Sizes (tensor bytes only; the scheduler's and data position's few numbers are ignored):
 - torch.optim.AdamW keeps exp_avg and exp_avg_sq (fp32) and a 0-dim float32 `step` tensor per
@@ -33,6 +36,7 @@ import math
 
 from ..numeric import Count, Number, Numbers
 from ..problem import Mistake, Problem
+from ..units import byte_unit_slips
 
 # What might go into a checkpoint; the student answers with the indices that must.
 MENU = (
@@ -121,10 +125,6 @@ def _scaler_rule_reversed(q):
     return {"must_hold": held if precision == "fp16" else held + [8]}
 
 
-def _gb(q):
-    return {"checkpoint_bytes": _answers(q)["checkpoint_bytes"] / 2 ** 30}
-
-
 class CheckpointProblem(Problem):
     id = "b10-checkpoint"
     title = "Checkpoint"
@@ -185,11 +185,8 @@ class CheckpointProblem(Problem):
             "0-dim float32 tensor, 4 bytes per parameter tensor.",
             _no_step_tensors,
         ),
-        Mistake(
-            "gib-not-bytes",
-            "the size looks like GiB (divided by 2**30); the chapter's unit is plain bytes.",
-            _gb,
-        ),
+        *byte_unit_slips(lambda q: {"checkpoint_bytes": _answers(q)["checkpoint_bytes"]},
+                         what="the size"),
     )
 
 

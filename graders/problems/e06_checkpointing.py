@@ -21,6 +21,7 @@ import sympy
 from ..numeric import Number
 from ..problem import Mistake, Problem
 from ..symbolic import Expr
+from ..units import byte_unit_slips
 
 SECONDS_PER_DAY = 86_400
 GPUS_PER_NODE = 8          # the 8-GPU A100 servers of Kokolis et al.'s clusters
@@ -74,8 +75,10 @@ class CheckpointingProblem(Problem):
     assignment = "exercises"
     symbols = SYMBOLS
     # failure_rate is per node-day: Kokolis et al. report 6.50 (RSC-1) and 2.34 (RSC-2)
-    # failures per 1000 node-days. bytes_per_param 14 = bf16 weights (2) + fp32 master
-    # weights, Adam momentum and variance (4 + 4 + 4); 12 leaves the bf16 copy out.
+    # failures per 1000 node-days. bytes_per_param follows the chapter's definition of a
+    # checkpoint (graders.definitions.CHECKPOINT): 12 = fp32 master weights, Adam momentum
+    # and variance; 14 when the framework also writes the bf16 module weights (DeepSpeed,
+    # Megatron-LM).
     variants = {
         # a 7B model on 32 nodes (256 GPUs), writing to a 10 GB/s shared filesystem
         "A": {"N": 7_000_000_000, "bytes_per_param": 14, "write_bandwidth": 10e9,
@@ -147,11 +150,8 @@ class CheckpointingProblem(Problem):
             "inside an interval, so on average half of it (tau/2) is lost.",
             lambda q: _whole_interval(q),
         ),
-        Mistake(
-            "gib-not-bytes",
-            "the checkpoint size looks like GiB (divided by 2**30); the chapter's unit is plain bytes.",
-            lambda q: {"checkpoint_bytes": q["N"] * q["bytes_per_param"] / 2**30},
-        ),
+        *byte_unit_slips(lambda q: {"checkpoint_bytes": q["N"] * q["bytes_per_param"]},
+                         what="the checkpoint size"),
     )
 
 

@@ -3,11 +3,17 @@
 Source: Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion
 Parameter Models" (SC 2020), section 3.1 (model states: 2Ψ + 2Ψ + KΨ with K = 12
 for mixed-precision Adam) and section 5 (stages P_os, P_os+g, P_os+g+p).
+PyTorch's FSDP2 (torch.distributed.fsdp.fully_shard) is stage 3: per its docs it shards
+parameters, gradients and optimizer states over the data-parallel ranks, all-gathers a
+module's parameters before its forward and again before its backward, and reduce-scatters
+the gradients.
 """
 
+from .. import hardware
 from ..numeric import Count, Number
 from ..problem import Mistake, Problem
 from ..symbolic import Expr, symbols_for
+from ..units import byte_unit_slips
 
 FP16 = 2  # bytes of one fp16 parameter, and of one fp16 gradient
 
@@ -35,6 +41,10 @@ def _answers(n, p, k, stage):
     }
 
 
+# The device each variant runs on (figures from graders.hardware, the vendors' datasheets).
+DEVICES = {"A": hardware.A100, "B": hardware.H100, "C": hardware.MI300X, "D": hardware.B200}
+
+
 class MemoryProblem(Problem):
     id = "w1-memory"
     title = "Model-state memory and ZeRO"
@@ -43,12 +53,13 @@ class MemoryProblem(Problem):
     assignment = "worked"
     symbols = ("N", "P", "K")
     # Real model sizes and cluster sizes; K = 12 is mixed-precision Adam
-    # (fp32 master weights, momentum and variance: 4 + 4 + 4 bytes).
+    # (fp32 master weights, momentum and variance: 4 + 4 + 4 bytes). Each variant runs on the
+    # device DEVICES names, and its model states at its stage fit in 80% of that device's memory.
     variants = {
-        "A": {"N": 1_300_000_000, "P": 8, "K": 12, "stage": 1},      # GPT-3 XL on one 8-GPU node
-        "B": {"N": 13_000_000_000, "P": 64, "K": 12, "stage": 2},    # GPT-3 13B on 8 nodes
-        "C": {"N": 70_000_000_000, "P": 512, "K": 12, "stage": 3},   # a 70B model on 64 nodes
-        "D": {"N": 175_000_000_000, "P": 1024, "K": 12, "stage": 1}, # GPT-3 175B, stage 1 only
+        "A": {"N": 1_300_000_000, "P": 8, "K": 12, "stage": 0},      # GPT-3 XL, plain DP on one A100 node
+        "B": {"N": 13_000_000_000, "P": 64, "K": 12, "stage": 1},    # GPT-3 13B on 8 H100 nodes
+        "C": {"N": 70_000_000_000, "P": 256, "K": 12, "stage": 2},   # a 70B model on 32 MI300X nodes
+        "D": {"N": 175_000_000_000, "P": 64, "K": 12, "stage": 3},   # GPT-3 175B on 8 B200 nodes
     }
     checks = {
         "bytes_per_param": Count(),
@@ -79,12 +90,8 @@ class MemoryProblem(Problem):
             lambda q: {k: v for k, v in _answers(q["N"], q["P"], q["K"], min(int(q["stage"]) + 1, 3)).items()
                        if k.startswith("per_device")},
         ),
-        Mistake(
-            "gib-not-bytes",
-            "the answer looks like GiB (divided by 2**30); the chapter's unit is plain bytes.",
-            lambda q: {k: v / 2**30 for k, v in _answers(q["N"], q["P"], q["K"], int(q["stage"])).items()
-                       if k in ("total_bytes", "per_device_bytes")},
-        ),
+        *byte_unit_slips(lambda q: {k: v for k, v in _answers(q["N"], q["P"], q["K"], int(q["stage"])).items()
+                                    if k in ("total_bytes", "per_device_bytes")}),
         Mistake(
             "fp32-gradients",
             "the gradients were counted in fp32 (4 bytes); in mixed precision they are fp16 (2 bytes).",

@@ -15,6 +15,7 @@ Sources:
 """
 import math
 
+from .. import hardware
 from ..numeric import Number
 from ..problem import Mistake, Problem
 from ..symbolic import Expr, symbols_for
@@ -77,18 +78,22 @@ class ComputeProblem(Problem):
     kind = "worked"
     assignment = "worked"
     symbols = ("N", "D")
-    # Runs shaped like published ones; peak_flops is the dense 16-bit tensor-core
-    # peak of one GPU (V100 SXM2 125 TFLOP/s, A100 312, H100 SXM 989).
+    # Runs shaped like published ones; peak_flops is the dense 16-bit tensor-core peak of one
+    # device from graders.hardware (V100 125 TFLOP/s, A100 312, MI300X 1307.4, B200 2250:
+    # datasheets that print the sparse figure are halved there). Each is a run that fits:
+    # 70B over 2048 devices and 8B over 1024 hold their model states easily with ZeRO.
     variants = {
         "A": {"N": 1_320_000_000, "D": 300_000_000_000, "n_gpus": 64,        # GPT-3 XL (Table D.1)
-              "peak_flops": 125e12, "utilization": 0.35, "recompute": False},  # on V100s
+              "peak_flops": hardware.V100.dense_bf16, "utilization": 0.35, "recompute": False},
         "B": {"N": 70_000_000_000, "D": 1_400_000_000_000, "n_gpus": 2048,   # Chinchilla-sized
-              "peak_flops": 989e12, "utilization": 0.40, "recompute": False},  # on H100s
+              "peak_flops": hardware.MI300X.dense_bf16, "utilization": 0.35, "recompute": False},
         "C": {"N": 8_030_000_000, "D": 15_000_000_000_000, "n_gpus": 1024,   # Llama-3-8B-sized
-              "peak_flops": 989e12, "utilization": 0.38, "recompute": True},
+              "peak_flops": hardware.B200.dense_bf16, "utilization": 0.38, "recompute": True},
         "D": {"N": 176_000_000_000, "D": 366_000_000_000, "n_gpus": 384,     # BLOOM-sized
-              "peak_flops": 312e12, "utilization": 0.48, "recompute": True},   # on A100s
+              "peak_flops": hardware.A100.dense_bf16, "utilization": 0.48, "recompute": True},
     }
+    # the device of each variant, for the notebook's table and the tests
+    DEVICES = {"A": hardware.V100, "B": hardware.MI300X, "C": hardware.B200, "D": hardware.A100}
     checks = {
         "train_flops": Number(rtol=1e-3),
         "days": Number(rtol=1e-3),

@@ -18,16 +18,19 @@ attention matmuls, 4Bs^2h per layer, which would make the s-term 2s/(9h); the
 printed s/(3h) adds 12Bs^2h. A co-author agreed the printed term is wrong
 (NVIDIA/Megatron-LM issue #523, 2023). The paper's "2.7% and 1.6%" overheads
 and the MFU/HFU pairs of its Table 5 follow the printed eq. (8). The chapter's
-specification defines the graded ratio by the printed equations;
-SELECTIVE_HW_S_TERM is the one place that choice is made.
+specification makes the printed form the reference (solve returns it), and grade
+accepts the corrected form too, for full marks, with feedback naming the erratum.
 """
 from fractions import Fraction
 
 import sympy
 
+from .. import transport
+from ..feedback import PASS, Outcome, line
 from ..numeric import Number
 from ..problem import Mistake, Problem
 from ..symbolic import Expr, from_srepr, symbols_for
+from ..units import byte_unit_slips
 
 STRATEGIES = ("none", "selective", "full")
 SYMBOLS = ("s", "b", "h", "a")
@@ -41,8 +44,7 @@ LAYER_INPUT_PER_SBH = 2      # one 16-bit copy of the layer's input (full recomp
 MODEL_S_TERM = Fraction(1, 6)          # eq. (7): 72BLsh^2 (1 + s/(6h))
 PRINTED_HW_S_TERM = Fraction(1, 3)     # eq. (8) as printed: adds 12Bs^2h per layer
 ERRATUM_HW_S_TERM = Fraction(2, 9)     # one extra forward of QK^T and of scores x V: 4Bs^2h
-SELECTIVE_HW_S_TERM = PRINTED_HW_S_TERM   # the graded definition (curriculum section 4)
-OTHER_HW_S_TERM = ERRATUM_HW_S_TERM if SELECTIVE_HW_S_TERM == PRINTED_HW_S_TERM else PRINTED_HW_S_TERM
+SELECTIVE_HW_S_TERM = PRINTED_HW_S_TERM   # the reference (curriculum section 4); grade also accepts the erratum
 FULL_RATIO = Fraction(8, 6)            # one more forward pass: (2 + 4 + 2) / (2 + 4)
 
 
@@ -175,12 +177,8 @@ class ActivationsProblem(Problem):
             lambda q: {k: v for k, v in answers(q, strategy="none").items()
                        if k != "recompute_flops_ratio"} if q["strategy"] == "full" else {},
         ),
-        Mistake(
-            "gib-not-bytes",
-            "the answer looks like GiB (divided by 2**30); the chapter's unit is plain bytes.",
-            lambda q: {k: v / 2**30 for k, v in answers(q).items()
-                       if k in ("per_layer_bytes", "total_bytes")},
-        ),
+        *byte_unit_slips(lambda q: {k: v for k, v in answers(q).items()
+                                    if k in ("per_layer_bytes", "total_bytes")}),
         Mistake(
             "backward-equals-forward",
             "the backward pass was priced like the forward; it costs twice the forward (gradients "
@@ -201,18 +199,52 @@ class ActivationsProblem(Problem):
             lambda q: {"recompute_flops_ratio": 1 + float(MODEL_S_TERM) * q["s"] / q["h"]}
             if q["strategy"] == "selective" else {},
         ),
-        Mistake(
-            "other-eq8",
-            "this counts one extra forward of the two attention matmuls, as the appendix's words "
-            "and the authors' later correction do; this problem grades the ratio of the paper's "
-            "eqs. (8) and (7) as printed (see the notebook's section on the erratum)."
-            if OTHER_HW_S_TERM == ERRATUM_HW_S_TERM else
-            "this uses eq. (8) as printed; this problem grades the corrected count, one extra "
-            "forward of the two attention matmuls (see the notebook's section on the erratum).",
-            lambda q: {"recompute_flops_ratio": answers(q, hw_term=OTHER_HW_S_TERM)["recompute_flops_ratio"]}
-            if q["strategy"] == "selective" else {},
-        ),
     )
+
+    def grade(self, params, answers, keys=None):
+        """Grade as usual, then accept the erratum's corrected ratio for "selective" in full.
+
+        The reference (`solve`) is eq. (8) as printed; a student who uses the corrected term
+        2s/(9h) (NVIDIA/Megatron-LM issue #523) earns the same marks, and the feedback says
+        which form the answer matched.
+        """
+        result = super().grade(params, answers, keys)
+        key = "recompute_flops_ratio"
+        outcome = result.outcomes.get(key)
+        if outcome is None or outcome.passed or not isinstance(answers, dict) or key not in answers:
+            return result
+        corrected = erratum_ratio(params)
+        if corrected is None:
+            return result
+        check = self.checks[key]
+        try:
+            matched = check.judge(corrected, transport.encode(answers[key])).passed
+        except Exception:  # noqa: BLE001 - a bad answer must never crash grading
+            matched = False
+        if not matched:
+            return result
+        index = list(keys or self.checks).index(key)     # Problem.grade writes one line per key, in order
+        result.outcomes[key] = Outcome(PASS, ERRATUM_FEEDBACK)
+        result.score += check.points
+        result.feedback[index] = f"{line(key, result.outcomes[key])}; {ERRATUM_FEEDBACK}"
+        noted = getattr(result, "mistakes", None)
+        if isinstance(noted, dict):
+            noted.pop(key, None)
+        return result
+
+
+ERRATUM_FEEDBACK = ("your ratio matched the erratum's corrected form of eq. (8), 2s/(9h) in place of the "
+                    "printed s/(3h) (a co-author's correction, NVIDIA/Megatron-LM issue #523); the "
+                    "printed form is accepted as well.")
+
+
+def erratum_ratio(params):
+    """The selective ratio with the erratum's 2s/(9h), or None when it does not apply."""
+    try:
+        s, _, h, _, _, strategy = _params(params)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return recompute_ratio(s, h, "selective", ERRATUM_HW_S_TERM) if strategy == "selective" else None
 
 
 PROBLEM = ActivationsProblem()

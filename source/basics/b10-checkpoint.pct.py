@@ -17,8 +17,18 @@
 #   growth counter). bf16 needs no loss scaling and has no scaler.
 #
 # A checkpoint leaves some things out. It is taken between steps, when no gradients or
-# saved activations exist. The 16-bit copy of the weights is not saved either, because it
-# is just a cast of the fp32 weights.
+# saved activations exist.
+#
+# **What a checkpoint holds (the chapter's definition).** A training checkpoint holds
+# everything the next step reads and cannot recompute: the fp32 weights (in mixed precision,
+# the fp32 master copy), the optimiser's state, the learning-rate scheduler's state, the
+# random number generators' states and the position in the data, and, with fp16, the
+# GradScaler's state. For Adam that is 4 + 4 + 4 = 12 bytes per parameter. The 16-bit copy
+# of the weights is not part of it: it is a cast of the fp32 master weights, and the same
+# cast on loading gives the same bits. It is saved only when the checkpoint must also serve
+# as a model that loads without its optimiser (for evaluation, export or serving); DeepSpeed
+# and Megatron-LM, for instance, write the 16-bit module weights beside the fp32 optimiser
+# state, and then the checkpoint is 2 + 12 = 14 bytes per parameter.
 #
 # Nearly all of its bytes are the weights and the optimiser state. A model of $N$ parameters
 # with $k$ fp32 state tensors per parameter checkpoints to about $(4 + 4k)N$ bytes, $12N$ for

@@ -23,18 +23,27 @@
 # %% [markdown]
 # ## 1. What a checkpoint holds, and how long it takes to write
 #
-# To resume training exactly, a checkpoint must hold everything the next step reads:
-# the weights and the optimiser's state (plus the data loader's position and the random
-# generators' states, which are small). For mixed-precision Adam that is, per parameter,
+# **What a checkpoint holds (the chapter's definition).** A training checkpoint holds
+# everything the next step reads and cannot recompute: the fp32 weights (in mixed precision,
+# the fp32 master copy), the optimiser's state, the learning-rate scheduler's state, the
+# random number generators' states and the position in the data, and, with fp16, the
+# GradScaler's state. For Adam that is 4 + 4 + 4 = 12 bytes per parameter. The 16-bit copy
+# of the weights is not part of it: it is a cast of the fp32 master weights, and the same
+# cast on loading gives the same bits. It is saved only when the checkpoint must also serve
+# as a model that loads without its optimiser (for evaluation, export or serving); DeepSpeed
+# and Megatron-LM, for instance, write the 16-bit module weights beside the fp32 optimiser
+# state, and then the checkpoint is 2 + 12 = 14 bytes per parameter.
 #
-# | what | bytes |
+# | what | bytes per parameter |
 # |---|---|
-# | the 16-bit weights used in the passes | 2 |
 # | the fp32 master weights | 4 |
 # | Adam's first and second moments, fp32 | 4 + 4 |
+# | the chapter's checkpoint | **12** |
+# | the 16-bit weights, when the framework writes them too | + 2 = 14 |
 #
-# so about 14 bytes per parameter (12 if the 16-bit copy is re-derived from the master
-# weights on load). Gradients are not saved: the next step computes fresh ones.
+# Gradients are not saved: the next step computes fresh ones. Your variant's
+# `bytes_per_param` says which of the two layouts its run writes.
+#
 # A checkpoint of $N$ parameters at $b$ bytes each is $Nb$ bytes, and writing it at $W$
 # bytes per second stalls the run for
 #
@@ -140,6 +149,7 @@ import sympy as sp
 
 delta, M = sp.symbols("delta M", positive=True)
 
+# bytes_per_param: 12 is the chapter's checkpoint; 14 also writes the 16-bit module weights
 VARIANTS = {
     "A": {"N": 7_000_000_000, "bytes_per_param": 14, "write_bandwidth": 10e9,
           "n_nodes": 32, "failure_rate": 2.34e-3},

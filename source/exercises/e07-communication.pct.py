@@ -16,8 +16,14 @@
 #   Parallelism* (NeurIPS 2019), §2.3.
 # - Narayanan et al., *Efficient Large-Scale Language Model Training on GPU Clusters Using
 #   Megatron-LM* (SC 2021), §2.2.1.
+# - PyTorch documentation, *torch.distributed.fsdp.fully_shard* (FSDP2) and its
+#   `MixedPrecisionPolicy`.
+# - NVIDIA's A100 and H200 datasheets (device memory; H200 has H100's NVLink 4 and
+#   NVSwitch, 900 GB/s per GPU on both datasheets, so H100's measured bus bandwidths
+#   apply to it).
 #
-# Notation: $N$ parameters, $b$ bytes per gradient value, $P$ data-parallel devices;
+# Notation: $N$ parameters, $b$ bytes per gradient value, $w$ bytes per parameter as
+# ZeRO-3 gathers it, $P$ data-parallel devices;
 # $K$ pipeline stages and $M$ micro-batches (GPipe's letters).
 
 # %% [markdown]
@@ -76,6 +82,30 @@
 # pass, and again before the backward pass, besides reduce-scattering the gradients:
 # $3\Psi$, "1.5x compared to the baseline" in the paper's words.
 #
+# $\Psi$ counts **values**. On the wire what counts is bytes, and the collectives need not
+# move values of the same width: the parameters are gathered at the width they are computed
+# in, the gradients are reduced at the width chosen for the reduction. With $w$ bytes per
+# gathered parameter and $b$ bytes per reduced gradient, each collective moving
+# $\frac{P-1}{P}N$ values (the all-reduce twice that):
+#
+# $$\text{ZeRO-3 volume ratio} = \frac{2\cdot\frac{P-1}{P}Nw + \frac{P-1}{P}Nb}{2\cdot\frac{P-1}{P}Nb}
+#   = \frac{2w + b}{2b}.$$
+#
+# This byte ratio is the quantity asked for below. It is the paper's $3/2$ when $w = b$
+# (both 16-bit, or both fp32); with bf16 parameters and fp32 gradients it is
+# $(2+2+4)/(4+4) = 1$. At $P = 1$ nothing moves at all and the ratio is $0/0$: it is not
+# defined.
+#
+# **FSDP is ZeRO stage 3.** PyTorch's fully sharded data parallelism, `fully_shard` in
+# `torch.distributed.fsdp` ("FSDP2"; PyTorch docs, *torch.distributed.fsdp.fully_shard*),
+# shards each parameter across the data-parallel ranks. Its docs describe the same three
+# collectives: before a module's forward it all-gathers the module's parameters, it frees
+# them after the forward and all-gathers them again before the backward, and it
+# reduce-scatters the gradients so that each rank keeps the gradient of its own shard.
+# Its `MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)` sets exactly $w$ and $b$:
+# `param_dtype=torch.bfloat16, reduce_dtype=torch.float32` is the common recipe, so $w = 2$
+# and $b = 4$. torchao's float8 training can all-gather the weights in FP8 ($w = 1$).
+
 # ## 4. The pipeline bubble: two definitions
 #
 # Cut the model into $K$ stages on $K$ devices and the batch into $M$ micro-batches.
@@ -135,25 +165,50 @@ import sympy as sp
 K, M = sp.symbols("K M", positive=True)
 
 VARIANTS = {
-    "A": {"N": 1_300_000_000, "bytes_per_grad": 2, "P": 8, "bus_bandwidth": 230e9,
-          "stages": 4, "microbatches": 8},
-    "B": {"N": 13_000_000_000, "bytes_per_grad": 2, "P": 24, "bus_bandwidth": 90e9,
-          "stages": 8, "microbatches": 32},
-    "C": {"N": 70_000_000_000, "bytes_per_grad": 4, "P": 64, "bus_bandwidth": 370e9,
-          "stages": 16, "microbatches": 64},
-    "D": {"N": 175_000_000_000, "bytes_per_grad": 2, "P": 8, "bus_bandwidth": 480e9,
-          "stages": 12, "microbatches": 12},
+    "A": {"N": 3_250_000_000, "bytes_per_grad": 2, "weight_bytes": 2, "P": 8,
+          "bus_bandwidth": 230e9, "stages": 4, "microbatches": 16},
+    "B": {"N": 3_369_207_808, "bytes_per_grad": 4, "weight_bytes": 2, "P": 24,
+          "bus_bandwidth": 90e9, "stages": 2, "microbatches": 8},
+    "C": {"N": 4_375_000_000, "bytes_per_grad": 4, "weight_bytes": 1, "P": 8,
+          "bus_bandwidth": 370e9, "stages": 16, "microbatches": 64},
+    "D": {"N": 5_468_750_000, "bytes_per_grad": 2, "weight_bytes": 4, "P": 8,
+          "bus_bandwidth": 480e9, "stages": 32, "microbatches": 128},
+}
+# What each variant runs on: P x stages x tensor_parallel devices; N = model_params / stages.
+SYSTEMS = {
+    "A": {"model": "a 13B GPT", "model_params": 13_000_000_000, "device": "NVIDIA A100 SXM 80GB",
+          "device_memory_bytes": 80e9,
+          "nodes": 4, "devices_per_node": 8, "tensor_parallel": 1,
+          "layout": "one pipeline stage per node; data parallelism over NVLink inside the node"},
+    "B": {"model": "a 7B Llama-2-sized model", "model_params": 6_738_415_616, "device": "NVIDIA A100 SXM 80GB",
+          "device_memory_bytes": 80e9,
+          "nodes": 6, "devices_per_node": 8, "tensor_parallel": 1,
+          "layout": "two stages of 3 nodes each; data parallelism over 4 HDR NICs per node"},
+    "C": {"model": "a 70B model", "model_params": 70_000_000_000, "device": "NVIDIA H200 SXM",
+          "device_memory_bytes": 141e9,
+          "nodes": 16, "devices_per_node": 8, "tensor_parallel": 1,
+          "layout": "one stage per node; data parallelism over NVLink (ring) inside the node"},
+    "D": {"model": "GPT-3 175B", "model_params": 175_000_000_000, "device": "NVIDIA H200 SXM",
+          "device_memory_bytes": 141e9,
+          "nodes": 32, "devices_per_node": 8, "tensor_parallel": 1,
+          "layout": "32 stages of 3 layers, one per node; data parallelism over NVLink SHARP"},
 }
 STUDENT = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
 VARIANT = "ABCD"[int.from_bytes(hashlib.sha256(f"exercises:{STUDENT}".encode()).digest()[:8], "big") % 4]
 params = VARIANTS[VARIANT]
 print(f"Student {STUDENT}: variant {VARIANT}: {params}")
+print(f"It runs on: {SYSTEMS[VARIANT]}")
 
 # %% [markdown]
-# Your parameters: `N` gradient values all-reduced over `P` devices, `bytes_per_grad`
-# bytes each, `bus_bandwidth` the all-reduce bus bandwidth nccl-tests reports for that
-# system (bytes per second); and, as a separate design question, a pipeline of `stages`
-# stages fed `microbatches` micro-batches per step.
+# Your parameters describe one real configuration (printed as `SYSTEMS` above):
+# `model_params` split into `stages` pipeline stages, each stage replicated on `P`
+# data-parallel devices, so `P * stages` devices in all. Each device holds `N` parameters
+# (its stage), and its `N` gradient values are all-reduced over the `P` devices of its
+# data-parallel group, `bytes_per_grad` bytes each; `bus_bandwidth` is the all-reduce bus
+# bandwidth nccl-tests reports for that group (bytes per second). `weight_bytes` is the
+# width at which ZeRO-3 (FSDP) would all-gather each parameter. Under plain data
+# parallelism each device's model states, $N(w + b + 12)$ bytes, fit in at most 80% of the
+# device's memory, leaving room for activations.
 #
 # ### 5a. Derive
 #
@@ -206,14 +261,17 @@ judge("e07-communication", "check_allreduce", globals())
 # ### 5c. ZeRO-3 and the pipeline
 #
 # Compute
-# - `zero3_volume_ratio`: the bytes per device of one ZeRO stage-3 step divided by those
-#   of plain data parallelism (same model, same $P$);
+# - `zero3_volume_ratio`: the bytes each device moves in one ZeRO stage-3 step (two
+#   all-gathers of its parameters at `weight_bytes`, one reduce-scatter of its gradients at
+#   `bytes_per_grad`) divided by the bytes of plain data parallelism's gradient all-reduce
+#   at `bytes_per_grad` (same `N`, same `P`);
 # - `bubble_fraction`: your `bubble_expr` at your `stages` and `microbatches`.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_zero_pipeline", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
-ring = (params["P"] - 1) / params["P"] * gradient_bytes          # one reduce-scatter or all-gather
-zero3_volume_ratio = (ring + ring + ring) / (ring + ring)
+share = (params["P"] - 1) / params["P"] * params["N"]        # values one all-gather or reduce-scatter moves
+zero3_bytes = 2 * share * params["weight_bytes"] + share * params["bytes_per_grad"]
+zero3_volume_ratio = zero3_bytes / allreduce_bytes_per_device
 bubble_fraction = float(bubble_expr.subs({K: params["stages"], M: params["microbatches"]}))
 ### END SOLUTION
 
@@ -233,7 +291,8 @@ judge("e07-communication", "check_zero_pipeline", globals())
 # - Is your all-reduce long next to a training step of a few seconds? Frameworks start
 #   reducing each layer's gradients as soon as the backward pass produces them, so much of
 #   it can hide behind computation. What fraction would have to hide?
-# - Stage 3 costs 50% more traffic. When is that a good trade for the memory it saves?
-#   (w1-memory gives the memory side.)
+# - Which choice of `param_dtype` and `reduce_dtype` makes stage 3 cost no more traffic
+#   than plain data parallelism? When is its extra traffic a good trade for the memory it
+#   saves? (w1-memory gives the memory side.)
 # - How many micro-batches would bring your bubble under 5%? What does a larger $M$ cost,
 #   at a fixed global batch?

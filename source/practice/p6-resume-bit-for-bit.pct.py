@@ -45,6 +45,20 @@
 # A real run has more pieces (Python's and numpy's RNGs, one CUDA RNG per device, the data
 # loader's position, a dynamic loss scaler's scale, p1 and e05); this one is built so that the
 # four above are all there is.
+#
+# **What a checkpoint holds (the chapter's definition).** A training checkpoint holds
+# everything the next step reads and cannot recompute: the fp32 weights (in mixed precision,
+# the fp32 master copy), the optimiser's state, the learning-rate scheduler's state, the
+# random number generators' states and the position in the data, and, with fp16, the
+# GradScaler's state. For Adam that is 4 + 4 + 4 = 12 bytes per parameter. The 16-bit copy
+# of the weights is not part of it: it is a cast of the fp32 master weights, and the same
+# cast on loading gives the same bits. It is saved only when the checkpoint must also serve
+# as a model that loads without its optimiser (for evaluation, export or serving); DeepSpeed
+# and Megatron-LM, for instance, write the 16-bit module weights beside the fp32 optimiser
+# state, and then the checkpoint is 2 + 12 = 14 bytes per parameter.
+#
+# This run trains in fp32, so there is no 16-bit copy at all: its fp32 weights and AdamW's two
+# moments are the 12 bytes per parameter, plus the step counters and the RNG state.
 
 # %% [markdown]
 # ## 2. Your variant

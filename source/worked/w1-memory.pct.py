@@ -10,7 +10,8 @@
 # Memory Optimizations Toward Training Trillion Parameter Models* (SC 2020), §3.1 and §5.
 #
 # Notation: $N$ parameter count, $P$ data-parallel devices, $K$ bytes of optimiser
-# state per parameter. Units are plain bytes (1 GB here means $10^9$ bytes, as in the paper).
+# state per parameter. Units are plain bytes: the answers are counts of bytes, not GB
+# ($10^9$ bytes, as the paper and the datasheets print them) and not GiB ($2^{30}$ bytes).
 
 # %% [markdown]
 # ## 1. The account for one parameter
@@ -44,6 +45,16 @@
 #
 # Stage 1 already removes three quarters of the bill when $K = 12$ and $P$ is large;
 # only stage 3 makes the per-device cost fall to zero as $P$ grows.
+#
+# **FSDP is stage 3.** PyTorch's fully sharded data parallelism, `fully_shard` in
+# `torch.distributed.fsdp` ("FSDP2"; PyTorch docs, *torch.distributed.fsdp.fully_shard*),
+# shards every parameter, its gradient and its optimiser state over the $P$ data-parallel
+# ranks: the $(4 + K)N/P$ row. What it pays for that is communication. Before a module's
+# forward it all-gathers the module's parameters, it frees them after the forward and
+# all-gathers them again before the backward, and it reduce-scatters the gradients so that
+# each rank keeps only its shard's (e07-communication counts these bytes). While a module
+# computes, its gathered parameters are on the device too; the table counts only what stays
+# between modules.
 
 # %% [markdown]
 # ## 3. Worked example: the paper's 7.5B model on 64 GPUs
@@ -66,7 +77,38 @@ for stage, expr in example_stages.items():
     print(f"stage {stage}: {str(expr):22s} = {float(expr.subs(example)) / 1e9:6.1f} GB per device")
 
 # %% [markdown]
-# The printout reproduces the paper's figure: 120 GB for plain data parallelism,
+# The same four numbers as bars, against the memory of the paper's device, a 32 GB V100
+# (in the style of ZeRO's Figure 1; the scale is logarithmic, and a red bar does not fit):
+
+# %%
+import matplotlib.pyplot as plt
+
+
+def draw_zero_stages(stage_bytes, device_bytes, device_name, title, own_stage=None):
+    """Per-device model-state bytes of ZeRO stages 0-3 as bars, against one device's memory."""
+    labels = ["0: plain DP", "1: $P_{os}$", "2: $P_{os+g}$", "3: $P_{os+g+p}$"]
+    colours = ["C3" if b > device_bytes else "C0" for b in stage_bytes]
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    bars = ax.bar(labels, [b / 1e9 for b in stage_bytes], color=colours)
+    ax.bar_label(bars, labels=[f"{b / 1e9:.3g} GB" for b in stage_bytes], fontsize=8)
+    if own_stage is not None:                     # outline the stage the run uses
+        bars[own_stage].set_edgecolor("k")
+        bars[own_stage].set_linewidth(2)
+    ax.axhline(device_bytes / 1e9, color="k", ls="--", lw=1)
+    ax.text(3.45, device_bytes / 1e9, f" {device_name}: {device_bytes / 1e9:.0f} GB",
+            va="bottom", ha="right", fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("model states per device (GB)")
+    ax.set_title(title, fontsize=10)
+    plt.tight_layout()
+    plt.show()
+
+
+draw_zero_stages([float(e.subs(example)) for e in example_stages.values()], 32e9,
+                 "V100", "ZeRO's Figure 1: 7.5B parameters, K = 12, 64 devices")
+
+# %% [markdown]
+# The printout and the bars reproduce the paper's figure: 120 GB for plain data parallelism,
 # 31.4 GB with $P_{os}$, 16.6 GB with $P_{os+g}$ and 1.9 GB with $P_{os+g+p}$. A 32 GB
 # V100 of the time could hold the model's states only from stage 1 on, and those states
 # are not yet the whole story: activations, temporary buffers and fragmentation come on top.
@@ -88,15 +130,22 @@ import sympy as sp
 N, P, K = sp.symbols("N P K", positive=True)
 
 VARIANTS = {
-    "A": {"N": 1_300_000_000, "P": 8, "K": 12, "stage": 1},
-    "B": {"N": 13_000_000_000, "P": 64, "K": 12, "stage": 2},
-    "C": {"N": 70_000_000_000, "P": 512, "K": 12, "stage": 3},
-    "D": {"N": 175_000_000_000, "P": 1024, "K": 12, "stage": 1},
+    "A": {"N": 1_300_000_000, "P": 8, "K": 12, "stage": 0},
+    "B": {"N": 13_000_000_000, "P": 64, "K": 12, "stage": 1},
+    "C": {"N": 70_000_000_000, "P": 256, "K": 12, "stage": 2},
+    "D": {"N": 175_000_000_000, "P": 64, "K": 12, "stage": 3},
+}
+# The device each variant runs on, with its memory from the vendor's datasheet (1 GB = 1e9 bytes).
+DEVICES = {
+    "A": {"device": "NVIDIA A100 SXM 80GB", "memory_bytes": 80e9},
+    "B": {"device": "NVIDIA H100 SXM", "memory_bytes": 80e9},
+    "C": {"device": "AMD Instinct MI300X", "memory_bytes": 192e9},
+    "D": {"device": "NVIDIA B200 (DGX/HGX B200)", "memory_bytes": 180e9},
 }
 STUDENT = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
 VARIANT = "ABCD"[int.from_bytes(hashlib.sha256(f"worked:{STUDENT}".encode()).digest()[:8], "big") % 4]
 params = VARIANTS[VARIANT]
-print(f"Student {STUDENT}: variant {VARIANT}: {params}")
+print(f"Student {STUDENT}: variant {VARIANT}: {params}, on {DEVICES[VARIANT]['device']}")
 
 # %% [markdown]
 # ### 4a. Derive
@@ -149,8 +198,19 @@ judge("w1-memory", "check_numbers", globals())
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ### 4c. Read your number
+# ### 4c. Draw your variant, and read it
 #
-# Does your per-device figure fit on an 80 GB accelerator with room left for
-# activations? Which stage would you need, at your $P$, to get under 40 GB?
-# (Not graded: a sentence for yourself.)
+# Draw your variant's four stages against your device's memory with `draw_zero_stages`
+# (section 3), the per-device bytes of stages 0 to 3 at your $N$, $P$ and $K$. Not graded.
+# Does your stage fit, with room left for activations (w4-activations)? Which is the lowest
+# stage that would fit, at your $P$?
+
+# %% nbgrader={"grade": false, "grade_id": "figure_variant", "locked": false, "schema_version": 3, "solution": true, "task": false}
+### BEGIN SOLUTION
+your_stage_bytes = [float(expr.subs({N_: params["N"], P_: params["P"], K_: params["K"]}))
+                    for expr in example_stages.values()]
+device = DEVICES[VARIANT]
+draw_zero_stages(your_stage_bytes, device["memory_bytes"], device["device"],
+                 f"Variant {VARIANT}: N = {params['N']:.3g}, P = {params['P']}, K = {params['K']} "
+                 f"(outlined: your stage {params['stage']})", own_stage=params["stage"])
+### END SOLUTION

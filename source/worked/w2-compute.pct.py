@@ -166,9 +166,9 @@ VARIANTS = {
     "A": {"N": 1_320_000_000, "D": 300_000_000_000, "n_gpus": 64,
           "peak_flops": 125e12, "utilization": 0.35, "recompute": False},
     "B": {"N": 70_000_000_000, "D": 1_400_000_000_000, "n_gpus": 2048,
-          "peak_flops": 989e12, "utilization": 0.40, "recompute": False},
+          "peak_flops": 1307.4e12, "utilization": 0.35, "recompute": False},
     "C": {"N": 8_030_000_000, "D": 15_000_000_000_000, "n_gpus": 1024,
-          "peak_flops": 989e12, "utilization": 0.38, "recompute": True},
+          "peak_flops": 2.25e15, "utilization": 0.38, "recompute": True},
     "D": {"N": 176_000_000_000, "D": 366_000_000_000, "n_gpus": 384,
           "peak_flops": 312e12, "utilization": 0.48, "recompute": True},
 }
@@ -178,9 +178,28 @@ params = VARIANTS[VARIANT]
 print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 
 # %% [markdown]
-# Your run's `peak_flops` is the dense 16-bit tensor-core peak of one GPU (V100 125, A100
-# 312, H100 989 TFLOP/s), `utilization` is the fraction of it the run achieves on the
-# FLOPs it executes, and `recompute` says whether every layer's activations are recomputed.
+# Your run's `peak_flops` is the dense 16-bit tensor-core peak of one device (variant A
+# runs on V100s, B on MI300Xs, C on B200s, D on A100s; the table below), `utilization` is
+# the fraction of it the run achieves on the FLOPs it executes, and `recompute` says whether
+# every layer's activations are recomputed.
+#
+# ### The devices, as their datasheets print them
+#
+# | device (datasheet) | memory | HBM bandwidth | 16-bit tensor peak, as printed | FP8, as printed | dense 16-bit | dense FP8 |
+# |---|---|---|---|---|---|---|
+# | NVIDIA V100 SXM2 (Tesla V100 datasheet) | 32 GB | 900 GB/s | 125 TFLOPS (fp16) | none | 125 | none |
+# | NVIDIA A100 SXM 80GB (A100 datasheet) | 80 GB | 2,039 GB/s | 312 TFLOPS, 624* | none | 312 | none |
+# | NVIDIA H100 SXM (H100 datasheet) | 80 GB | 3.35 TB/s | 1,979 TFLOPS* | 3,958 TFLOPS* | 989.5 | 1,979 |
+# | NVIDIA H200 SXM (H200 datasheet) | 141 GB | 4.8 TB/s | 1,979 TFLOPS* | 3,958 TFLOPS* | 989.5 | 1,979 |
+# | NVIDIA B200 (DGX B200 datasheet, 1/8 of 8 GPUs) | 180 GB | 8 TB/s | 4.5 PFLOPS* | 9 PFLOPS* | 2,250 | 4,500 |
+# | AMD Instinct MI300X (MI300X datasheet) | 192 GB | 5.3 TB/s | 1,307.4 TFLOPS, 2,614.9 sparse | 2,614.9 TFLOPS, 5,229.8 sparse | 1,307.4 | 2,614.9 |
+#
+# Dense columns in TFLOP/s. **Read the asterisk.** NVIDIA's H100, H200 and B200 datasheets
+# print the tensor-core peaks *with 2:4 structured sparsity* ("* With sparsity"), a mode in
+# which half the weights are zero; a dense training run can approach only half of the
+# printed figure. The A100 and MI300X datasheets print the dense peak and the sparse one
+# beside it. H200 is H100's die with more and faster memory, so its peaks are the same.
+# An MFU or a utilization is always a fraction of the dense peak.
 #
 # ### 4a. Derive
 #

@@ -83,7 +83,8 @@
 # $$ 72\,bLsh^2\left(1 + \frac{s}{3h}\right), \qquad\text{so the ratio is}\qquad
 #    \frac{1 + s/(3h)}{1 + s/(6h)}. $$
 #
-# **This problem's graded ratio is exactly this one: eq. (8) over eq. (7), as printed.**
+# **This problem's reference ratio is this one: eq. (8) over eq. (7), as printed.** The
+# corrected form below is graded as correct too (see the erratum).
 #
 # ### What the source prints, and its erratum
 #
@@ -96,6 +97,12 @@
 # MT-NLG) and the ratio of its HFU to MFU columns in Table 5 were computed with the printed
 # eq. (8). The worked example computes both; at these shapes the difference is a couple
 # of percent of a step either way, and the memory saving is what matters.
+#
+# **How the two forms are graded.** The reference is the printed form,
+# $(1 + s/(3h))/(1 + s/(6h))$, because it reproduces the paper's own 2.7% and 1.6%. The
+# corrected form, $(1 + 2s/(9h))/(1 + s/(6h))$, earns the same full marks, and its feedback
+# line says that your ratio matched the erratum's corrected form (NVIDIA/Megatron-LM
+# issue #523).
 
 # %% [markdown]
 # ## 4. Worked example: GPT-3 175B in the paper's shape
@@ -275,8 +282,9 @@ judge("w4-activations", "check_numbers", globals())
 #
 # `recompute_flops_ratio`: the FLOPs of a training step with your `strategy` divided by the
 # FLOPs of the same step without recomputation, leaving out the vocabulary (logits) term.
-# For `selective`, use eqs. (8) and (7) exactly as printed (section 3), not the
-# approximation $1 + s/(6h)$.
+# For `selective`, use eqs. (8) and (7) exactly as printed (section 3), or the erratum's
+# corrected eq. (8) with $2s/(9h)$ (both are graded correct), not the approximation
+# $1 + s/(6h)$.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_ratio", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION

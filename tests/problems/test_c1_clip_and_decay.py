@@ -8,6 +8,7 @@ import sympy
 import torch
 
 from graders import problems
+from graders.problems.c1_clip_and_decay import TIE_MARGIN
 
 PROBLEM = problems.get("c1-clip-and-decay")
 
@@ -71,12 +72,26 @@ def test_clip_counts_match_clip_grad_norm(label):
 
 
 def test_a_norm_equal_to_the_threshold_is_clipped_by_torch():
-    # the tie the variants contain: torch scales it by M / (M + 1e-6) < 1
+    """solve follows torch on a tie: a norm equal to M is scaled by M / (M + 1e-6) < 1."""
     rng = torch.Generator().manual_seed(3)
     coefficient, _ = _torch_clip_step(0.41, 0.41, rng)
     assert coefficient < 1.0
     params = dict(PROBLEM.variants["A"], grad_norms=[0.41] * 14, thresholds=[0.41])
     assert PROBLEM.solve(params)["clip_counts"] == [14]
+
+
+@pytest.mark.parametrize("label", "ABCD")
+def test_no_variant_puts_a_threshold_on_a_norm(label):
+    """Every threshold and max_norm keeps TIE_MARGIN (relative) from every norm, so that
+    `norm > M` (the concept) and torch's `M / (norm + 1e-6) < 1` give the same counts."""
+    params = PROBLEM.variants[label]
+    for m in [params["max_norm"], *params["thresholds"]]:
+        for n in params["grad_norms"]:
+            assert abs(n - m) >= TIE_MARGIN * m, (label, n, m)
+    strict = [sum(n > m for n in params["grad_norms"]) for m in params["thresholds"]]
+    assert PROBLEM.solve(params)["clip_counts"] == strict
+    assert PROBLEM.solve(params)["clipped_steps"] == [
+        i for i, n in enumerate(params["grad_norms"]) if n > params["max_norm"]]
 
 
 @pytest.mark.parametrize("label", "ABCD")

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import sympy
 
-from graders import problems
+from graders import hardware, problems
+from graders.problems.e07_communication import SYSTEMS, plain_dp_state_bytes
 
 PROBLEM = problems.get("e07-communication")
 NOTEBOOK = pathlib.Path(__file__).resolve().parents[2] / "source" / "exercises" / "e07-communication.pct.py"
@@ -30,7 +31,7 @@ ZERO3_PRINTED_RATIO = 1.5
 
 
 def _params(**overrides):
-    base = {"N": 1_000_000, "bytes_per_grad": 4, "P": 8, "bus_bandwidth": 100e9,
+    base = {"N": 1_000_000, "bytes_per_grad": 4, "weight_bytes": 4, "P": 8, "bus_bandwidth": 100e9,
             "stages": 4, "microbatches": 8}
     return dict(base, **overrides)
 
@@ -50,9 +51,58 @@ def test_algbw_from_busbw_matches_the_maintainers_h100_figures():
     assert size / answers["allreduce_seconds"] == pytest.approx(H100_NVLS_ALGBW, rel=0.01)
 
 
-def test_zero3_ratio_is_the_papers():
-    """ZeRO stage 3 moves 1.5x the bytes of plain data parallelism."""
-    assert PROBLEM.solve(_params())["zero3_volume_ratio"] == pytest.approx(ZERO3_PRINTED_RATIO)
+def test_zero3_ratio_is_the_papers_when_both_are_16_bit():
+    """With 16-bit parameters and gradients the byte ratio is ZeRO's printed 1.5 (3 Psi / 2 Psi)."""
+    for p in (2, 8, 1024):
+        ratio = PROBLEM.solve(_params(weight_bytes=2, bytes_per_grad=2, P=p))["zero3_volume_ratio"]
+        assert ratio == pytest.approx(ZERO3_PRINTED_RATIO)
+
+
+@pytest.mark.parametrize("weight_bytes, bytes_per_grad, ratio", [
+    (2, 4, (2 + 2 + 4) / (4 + 4)),     # bf16 parameters gathered, fp32 gradients reduced: 1
+    (4, 4, (4 + 4 + 4) / (4 + 4)),     # all fp32: the paper's 1.5 again
+    (1, 4, (1 + 1 + 4) / (4 + 4)),     # FP8 all-gather, fp32 gradients
+    (4, 2, (4 + 4 + 2) / (2 + 2)),     # fp32 parameters, bf16 gradient reduction
+])
+def test_zero3_ratio_weighs_each_collective_by_its_width(weight_bytes, bytes_per_grad, ratio):
+    """Two all-gathers at weight_bytes and a reduce-scatter at bytes_per_grad, over an all-reduce."""
+    answers = PROBLEM.solve(_params(weight_bytes=weight_bytes, bytes_per_grad=bytes_per_grad))
+    assert answers["zero3_volume_ratio"] == pytest.approx(ratio, rel=1e-12)
+
+
+def test_zero3_ratio_at_one_device_is_an_error():
+    """With P = 1 nothing moves; the ratio is 0/0 and solve says so."""
+    with pytest.raises(ValueError, match="P = 1"):
+        PROBLEM.solve(_params(P=1))
+
+
+def test_zero3_ratio_differs_across_variants():
+    """The ratio cannot be memorised: the four variants give four different values."""
+    ratios = {round(PROBLEM.solve(q)["zero3_volume_ratio"], 9) for q in PROBLEM.variants.values()}
+    assert len(ratios) == 4
+
+
+@pytest.mark.parametrize("label", "ABCD")
+def test_every_variant_could_run(label):
+    """Parallel degrees multiply to the device count, N is the model over its shards, and
+    plain data parallelism's model states fit in 80% of the named device's memory."""
+    q, system = PROBLEM.variants[label], SYSTEMS[label]
+    device = hardware.ACCELERATORS[system["device"]]
+    devices = system["nodes"] * system["devices_per_node"]
+    assert q["P"] * q["stages"] * system["tensor_parallel"] == devices
+    shards = q["stages"] * system["tensor_parallel"]
+    assert q["N"] == pytest.approx(system["model_params"] / shards, abs=1)
+    assert system["device_memory_bytes"] == device.memory_bytes
+    assert plain_dp_state_bytes(q) <= 0.8 * device.memory_bytes
+    assert q["microbatches"] >= q["stages"]      # every stage has work in the steady state
+
+
+def test_notebook_systems_match_problem():
+    """The notebook's SYSTEMS literal (what each variant runs on) is the problem's, exactly."""
+    tree = ast.parse(NOTEBOOK.read_text())
+    literal = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                   and any(getattr(t, "id", None) == "SYSTEMS" for t in node.targets))
+    assert ast.literal_eval(literal) == SYSTEMS
 
 
 def _ring_allreduce(buffers):
@@ -60,19 +110,21 @@ def _ring_allreduce(buffers):
     p = len(buffers)
     chunks = [np.array_split(b.copy(), p) for b in buffers]
     sent = [0] * p
+    scattered = None
     for step in range(p - 1):                      # reduce-scatter
         moves = [(i, (i - step) % p) for i in range(p)]
         payload = [chunks[i][c].copy() for i, c in moves]
         for (i, c), data in zip(moves, payload):
             chunks[(i + 1) % p][c] += data
             sent[i] += data.size
+    scattered = list(sent)
     for step in range(p - 1):                      # all-gather
         moves = [(i, (i + 1 - step) % p) for i in range(p)]
         payload = [chunks[i][c].copy() for i, c in moves]
         for (i, c), data in zip(moves, payload):
             chunks[(i + 1) % p][c] = data
             sent[i] += data.size
-    return [np.concatenate(c) for c in chunks], sent
+    return [np.concatenate(c) for c in chunks], sent, scattered
 
 
 @pytest.mark.parametrize("p", [2, 3, 8, 12])
@@ -81,11 +133,24 @@ def test_ring_simulation_sends_what_solve_counts(p):
     rng = np.random.default_rng(p)
     length = 24 * p
     buffers = [rng.integers(-1000, 1000, length) for _ in range(p)]
-    results, sent = _ring_allreduce(buffers)
+    results, sent, _ = _ring_allreduce(buffers)
     for result in results:
         np.testing.assert_array_equal(result, sum(buffers))
     expected = PROBLEM.solve(_params(N=length, bytes_per_grad=1, P=p))["allreduce_bytes_per_device"]
     assert sent == [pytest.approx(expected)] * p
+
+
+@pytest.mark.parametrize("p, weight_bytes, bytes_per_grad", [(2, 2, 2), (4, 2, 4), (8, 1, 4), (6, 4, 2)])
+def test_zero3_ratio_matches_simulated_collectives(p, weight_bytes, bytes_per_grad):
+    """Bytes of two simulated ring all-gathers and one reduce-scatter, over a simulated all-reduce."""
+    length = 12 * p
+    rng = np.random.default_rng(p)
+    _, allreduce_sent, scatter_sent = _ring_allreduce([rng.integers(0, 9, length) for _ in range(p)])
+    gather_sent = [a - s for a, s in zip(allreduce_sent, scatter_sent)]   # the all-gather phase alone
+    zero3 = 2 * gather_sent[0] * weight_bytes + scatter_sent[0] * bytes_per_grad
+    plain = allreduce_sent[0] * bytes_per_grad
+    answers = PROBLEM.solve(_params(N=length, P=p, weight_bytes=weight_bytes, bytes_per_grad=bytes_per_grad))
+    assert answers["zero3_volume_ratio"] == pytest.approx(zero3 / plain, rel=1e-12)
 
 
 def _gpipe_makespan(stages, microbatches, t_forward, t_backward):
@@ -175,7 +240,8 @@ def test_bad_answers_score_zero_without_raising(bad):
 
 
 @pytest.mark.parametrize("key, value", [("P", 0), ("stages", 2.5), ("bus_bandwidth", float("inf")),
-                                        ("N", "13B"), ("microbatches", True)])
+                                        ("N", "13B"), ("microbatches", True),
+                                        ("weight_bytes", 0), ("weight_bytes", "bf16")])
 def test_solve_refuses_invalid_parameters(key, value):
     """solve says which parameter is unusable instead of returning nonsense."""
     with pytest.raises(ValueError, match=key):

@@ -107,3 +107,73 @@ def test_feedback_never_contains_the_reference_value():
     for value in (reference["total_bytes"], reference["per_device_bytes"]):
         assert f"{value:g}" not in text and str(int(value)) not in text
     assert str(reference["per_device_expr"]) not in text
+
+
+# --- every variant could run, and the notebook draws it -----------------------------------
+
+import ast
+from pathlib import Path
+
+import matplotlib
+import nbformat
+
+from graders import hardware
+from graders.problems.w1_memory import DEVICES
+from tests.problems.notebook_cells import cell_sources
+
+NOTEBOOK = Path(__file__).resolve().parents[2] / "source" / "worked" / "w1-memory.pct.py"
+
+
+@pytest.mark.parametrize("label", "ABCD")
+def test_every_variant_fits_its_device(label):
+    """At its stage a variant's model states fit in 80% of its device's memory (datasheet figure),
+    and its stage is the lowest one that does: the stage is needed, not arbitrary."""
+    q, device = P1.variants[label], DEVICES[label]
+    assert device in hardware.ACCELERATORS.values()
+    fits = [per_device(q["N"], q["P"], q["K"], s) <= 0.8 * device.memory_bytes for s in range(4)]
+    assert fits[q["stage"]]
+    assert not any(fits[:q["stage"]])
+
+
+def _literal(name):
+    tree = ast.parse(NOTEBOOK.read_text())
+    return ast.literal_eval(next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                                 and any(getattr(t, "id", None) == name for t in node.targets)))
+
+
+def test_notebook_variants_and_devices_match_the_problem():
+    """The setup cell's VARIANTS and DEVICES literals are the problem's, with datasheet memory."""
+    assert _literal("VARIANTS") == P1.variants
+    assert _literal("DEVICES") == {label: {"device": d.name, "memory_bytes": d.memory_bytes}
+                                   for label, d in DEVICES.items()}
+
+
+@pytest.mark.parametrize("label", "ABCD")
+def test_notebook_figure_draws_the_variants_four_stages(label, monkeypatch):
+    """The figure cell (solution side, no graders) draws per_device at stages 0-3 and the device line."""
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    built = nbformat.read(NOTEBOOK.with_name("w1-memory.ipynb"), as_version=4)
+    teaching = [c.source for c in built.cells if c.cell_type == "code"
+                and ("example_stages = {" in c.source or "def draw_zero_stages" in c.source)]
+    assert len(teaching) == 2
+    drawn = []
+    monkeypatch.setattr(plt, "show", lambda: drawn.append(plt.gcf()))
+    namespace = {}
+    for source in teaching:
+        exec(compile(source, "teaching", "exec"), namespace)  # noqa: S102 - our own notebook
+    namespace.update(params=P1.variants[label], VARIANT=label, DEVICES=_literal("DEVICES"),
+                     N=sympy.Symbol("N", positive=True), P=sympy.Symbol("P", positive=True),
+                     K=sympy.Symbol("K", positive=True))
+    figure_cell = cell_sources(NOTEBOOK)["figure_variant"]
+    assert "graders" not in figure_cell
+    exec(compile(figure_cell, "figure_variant", "exec"), namespace)  # noqa: S102
+    ax = drawn[-1].axes[0]
+    heights = [bar.get_height() * GB for bar in ax.patches]
+    q = P1.variants[label]
+    assert heights == pytest.approx([per_device(q["N"], q["P"], q["K"], s) for s in range(4)], rel=1e-9)
+    outlined = [i for i, bar in enumerate(ax.patches) if bar.get_linewidth() == 2]
+    assert outlined == [q["stage"]]
+    (line,) = ax.get_lines()
+    assert line.get_ydata()[0] * GB == pytest.approx(DEVICES[label].memory_bytes)
+    plt.close("all")

@@ -178,3 +178,22 @@ def test_notebook_variants_and_cells_match_the_problem():
     for grade_id, keys in P.cells.items():
         assert f'"grade_id": "{grade_id}", "locked": true, "points": {P.points(keys):g},' in text
         assert f'judge("w2-compute", "{grade_id}", globals())' in text
+
+
+# --- the devices the variants run on -------------------------------------------------------
+
+from graders import hardware
+
+
+@pytest.mark.parametrize("label", "ABCD")
+def test_variant_peak_is_its_devices_dense_datasheet_peak(label):
+    """peak_flops is the dense 16-bit peak of the variant's device (half a starred sparse figure)."""
+    device = P.DEVICES[label]
+    assert device in hardware.ACCELERATORS.values()
+    assert P.variants[label]["peak_flops"] == device.dense_bf16
+
+
+def test_variants_include_current_accelerators():
+    """At least two variants run on 2024-2026 parts (H200, B200 or MI300X class)."""
+    current = {hardware.H200, hardware.B200, hardware.MI300X}
+    assert len([d for d in P.DEVICES.values() if d in current]) >= 2

@@ -216,3 +216,48 @@ def test_notebook_variants_and_cells_match_the_problem():
     for grade_id, keys in P.cells.items():
         assert f'"grade_id": "{grade_id}", "locked": true, "points": {P.points(keys):g},' in text
         assert f'judge("w4-activations", "{grade_id}", globals())' in text
+
+
+# --- the erratum's corrected eq. (8) is accepted too ----------------------------------------
+
+@pytest.mark.parametrize("label", [k for k, v in P.variants.items() if v["strategy"] == "selective"])
+def test_erratum_form_earns_full_marks_and_says_so(label):
+    """2s/(9h) in place of s/(3h) (NVIDIA/Megatron-LM #523) scores in full, and the line names the erratum."""
+    q = P.variants[label]
+    x = Fraction(q["s"], q["h"])
+    corrected = float((1 + Fraction(2, 9) * x) / (1 + Fraction(1, 6) * x))
+    assert corrected != pytest.approx(P.solve(q)["recompute_flops_ratio"], rel=1e-3)
+    result = P.grade(q, {"recompute_flops_ratio": corrected}, keys=["recompute_flops_ratio"])
+    assert result.full_marks
+    (text,) = result.feedback
+    assert text.startswith("✓ recompute_flops_ratio: correct")
+    assert "erratum's corrected form" in text and "Megatron-LM issue #523" in text
+
+
+@pytest.mark.parametrize("label", [k for k, v in P.variants.items() if v["strategy"] == "selective"])
+def test_printed_form_is_the_reference_and_plainly_correct(label):
+    """The printed eq. (8) stays the reference: it earns full marks with the plain 'correct' line."""
+    q = P.variants[label]
+    x = Fraction(q["s"], q["h"])
+    printed = float((1 + Fraction(1, 3) * x) / (1 + Fraction(1, 6) * x))
+    assert P.solve(q)["recompute_flops_ratio"] == pytest.approx(printed, rel=1e-15)
+    result = P.grade(q, {"recompute_flops_ratio": printed}, keys=["recompute_flops_ratio"])
+    assert result.full_marks and result.feedback == ["✓ recompute_flops_ratio: correct"]
+
+
+def test_erratum_form_is_not_accepted_for_other_strategies():
+    """Outside "selective" the corrected term does not apply: that value still fails."""
+    q = P.variants["C"]                                   # full recomputation
+    x = Fraction(q["s"], q["h"])
+    corrected = float((1 + Fraction(2, 9) * x) / (1 + Fraction(1, 6) * x))
+    result = P.grade(q, {"recompute_flops_ratio": corrected}, keys=["recompute_flops_ratio"])
+    assert result.score == 0 and "erratum" not in result.feedback[0]
+
+
+def test_erratum_accepted_in_a_full_grade_with_other_keys():
+    """Accepting the erratum changes only its own line and adds only its own points."""
+    q = P.variants["B"]
+    answers = dict(P.solve(q), recompute_flops_ratio=module.erratum_ratio(q), per_layer_bytes=1.0)
+    result = P.grade(q, answers)
+    assert result.score == result.max_score - P.checks["per_layer_bytes"].points
+    assert sum("erratum" in line for line in result.feedback) == 1
