@@ -127,11 +127,12 @@ bf16_survivors = survivors(params["values"], torch.bfloat16)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_survivors", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the lists are checked when your notebook is graded.
 for name in ("fp16_survivors", "bf16_survivors"):
     assert name in globals(), f"{name} is not defined yet"
     assert isinstance(globals()[name], (list, tuple)), f"{name} should be a list of indices"
-    assert all(isinstance(i, int) for i in globals()[name]), f"{name} should hold ints"
+    assert all(isinstance(i, numbers.Integral) for i in globals()[name]), f"{name} should hold ints"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b09-mixed-precision", "check_survivors", globals())
@@ -147,7 +148,7 @@ bytes_saved = fp32_bytes - autocast_bytes
 # %% nbgrader={"grade": true, "grade_id": "check_bytes", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the number is checked when your notebook is graded.
 assert "bytes_saved" in globals(), "bytes_saved is not defined yet"
-assert isinstance(bytes_saved, (int, float)), "bytes_saved should be a number of bytes"
+assert isinstance(bytes_saved, numbers.Real), "bytes_saved should be a number of bytes"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b09-mixed-precision", "check_bytes", globals())

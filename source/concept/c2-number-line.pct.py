@@ -229,9 +229,10 @@ subnormal_fp16 = ((plain_fp16 != 0) & (plain_fp16.abs() < 2.0 ** -14)).float().m
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_floor", "locked": true, "points": 2.5, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
 for name in ("lost_fp16", "lost_bf16", "subnormal_fp16"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a Python number (use .item())"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a Python number (use .item())"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("c2-number-line", "check_floor", globals())
@@ -261,10 +262,10 @@ exponent_window = [min(survives), max(survives)]
 # %% nbgrader={"grade": true, "grade_id": "check_scaled", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the values are checked when your notebook is graded.
 for name in ("lost_fp16_scaled", "overflow_fp16_scaled"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a Python number (use .item())"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a Python number (use .item())"
 assert isinstance(exponent_window, list) and len(exponent_window) == 2, \
     "exponent_window should be a list [lo, hi]"
-assert all(isinstance(E, int) for E in exponent_window), "exponent_window should hold two ints"
+assert all(isinstance(E, numbers.Integral) for E in exponent_window), "exponent_window should hold two ints"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("c2-number-line", "check_scaled", globals())
@@ -293,7 +294,7 @@ min_log2_scale = next(k for k in range(128)
 
 # %% nbgrader={"grade": true, "grade_id": "check_min_scale", "locked": true, "points": 1.5, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the value is checked when your notebook is graded.
-assert isinstance(min_log2_scale, int), "min_log2_scale is the exponent of a power of two: an int"
+assert isinstance(min_log2_scale, numbers.Integral), "min_log2_scale is the exponent of a power of two: an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("c2-number-line", "check_min_scale", globals())

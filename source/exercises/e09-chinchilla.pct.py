@@ -211,9 +211,10 @@ loss_opt = params["E"] + params["A"] / n_opt**params["alpha"] + params["B"] / d_
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("n_opt", "d_opt", "tokens_per_param", "loss_opt"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a plain number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a plain number"
     assert globals()[name] > 0, f"{name} should be positive"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge

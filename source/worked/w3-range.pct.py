@@ -275,9 +275,10 @@ bf16_min_normal = float(min_subnormal_expr.subs(bf16_bits) * 2 ** 7)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_limits", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
 for name in ("fp16_max", "fp16_min_normal", "fp16_min_subnormal", "bf16_min_normal"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a Python number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a Python number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("w3-range", "check_limits", globals())
@@ -317,8 +318,8 @@ underflow_fraction_scaled = (scaled.to(dtype) == 0).float().mean().item()
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("underflow_fraction", "underflow_fraction_scaled"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a Python number (use .item())"
-assert isinstance(max_log2_scale, int), "max_log2_scale is a power of two's exponent: an int"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a Python number (use .item())"
+assert isinstance(max_log2_scale, numbers.Integral), "max_log2_scale is a power of two's exponent: an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("w3-range", "check_numbers", globals())

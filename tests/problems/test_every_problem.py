@@ -219,3 +219,48 @@ def test_the_leak_scan_finds_a_reference_value_and_a_reference_length():
                      [0.001])
     assert not leaks(["✗ x: exactly 7 of them"], secret, set(), [7])
     assert not leaks(["✗ x: fp16 holds 65504 at most"], [16], set(), [65504])
+
+
+# --- a number is a number, whatever library made it ------------------------------------
+def _as_library_numbers(value, library):
+    if isinstance(value, bool) or isinstance(value, sympy.Basic) or not isinstance(value, (int, float, list)):
+        return value
+    if isinstance(value, list):
+        return [_as_library_numbers(v, library) for v in value]
+    import numpy as np
+    if library == "sympy":
+        return sympy.Integer(value) if isinstance(value, int) else sympy.Float(value)
+    if isinstance(value, int):
+        return np.int64(value) if abs(value) < 2**63 else np.float64(value)
+    return np.float32(value)
+
+
+@pytest.mark.parametrize("library", ["sympy", "numpy"])
+@pytest.mark.parametrize("pid", IDS)
+def test_visible_checks_take_sympy_and_numpy_numbers(pid, library, capsys):
+    """Each notebook's visible checks accept its answers as sympy numbers (`expr.subs(...)`) and numpy scalars."""
+    from tests.conftest import REPO
+    from tests.problems.notebook_cells import cell_sources
+    P = problems.get(pid)
+    cells = cell_sources(REPO / "source" / P.assignment / f"{P.id}.pct.py")
+    refused = []
+    for label, params in P.variants.items():
+        namespace = {}
+        exec(compile(cells["setup"], "setup", "exec"), namespace)  # noqa: S102 - our own notebook
+        namespace["params"] = params
+        reference = P.solve(params)
+        probed = set(P.probes(params))
+        for key, value in reference.items():
+            if key not in probed:
+                namespace[key] = _as_library_numbers(value, library)
+        for grade_id in P.cells:
+            visible = cells[grade_id].split("### BEGIN HIDDEN TESTS")[0]
+            try:
+                exec(compile(visible, grade_id, "exec"), dict(namespace))  # noqa: S102
+            except AssertionError as exc:
+                refused.append((label, grade_id, str(exc)))
+            except Exception:  # noqa: BLE001 - a cell that needs the student's functions: not this test's
+                pass
+        break   # the form of the answers is the same in every variant
+    capsys.readouterr()
+    assert not refused, refused
