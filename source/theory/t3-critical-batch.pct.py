@@ -120,8 +120,8 @@ VARIANTS = {
     "C": {"b_small": 32, "b_big": 4096, "g2_small": 0.08165, "g2_big": 0.001035,
           "batches": [2048, 8192, 16384, 65536], "s_min": 8_000, "overhead": 0.25, "speedup": 1.5,
           "max_steps": 12_000},
-    "D": {"b_small": 4, "b_big": 128, "g2_small": 1.44, "g2_big": 0.1322,
-          "batches": [8, 16, 32, 256], "s_min": 150_000, "overhead": 0.05, "speedup": 1.75,
+    "D": {"b_small": 8, "b_big": 2048, "g2_small": 0.3015, "g2_big": 0.002672,
+          "batches": [256, 512, 1024, 2048], "s_min": 100_000, "overhead": 0.3, "speedup": 1.75,
           "max_steps": 400_000},
 }
 STUDENT = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
