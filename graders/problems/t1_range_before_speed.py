@@ -12,7 +12,7 @@ bf16 has fp32's exponent range (2^-133 up to about 3.4e38), so for range it need
 its price is precision (7 fraction bits: relative rounding error at most 2^-8 for normals).
 
 Reference computations:
-- casts: torch's rounding, imported from w3-range (`cast`, `to_float32`, `max_log2_scale`,
+- casts: torch's rounding, from the precision items' shared `formats` (`cast`, `to_float32`, `max_log2_scale`,
   `underflow_fraction`): float32 first, then round-to-nearest-even into the 16-bit format.
 - the dynamic scaler: torch.amp.GradScaler's update rule, run with torch's own op
   `torch._amp_update_scale_` on a float32 scale (as e05-loss-scaling does): on an overflow
@@ -34,8 +34,9 @@ import torch
 
 from ..numeric import Count, Number, Numbers
 from ..problem import Mistake, Problem
-from .w3_range import (_flush_below_normal, _truncate_below_subnormal, cast, limits,
-                       max_log2_scale, to_float32, underflow_fraction)
+from .formats import (cast, limits, max_log2_scale, to_float32, underflow_fraction)
+from .formats import flush_below_normal as _flush_below_normal
+from .formats import truncate_below_subnormal as _truncate_below_subnormal
 
 FP16_MAX = limits(5, 10)[0]
 MAX_K = 127
