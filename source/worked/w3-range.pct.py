@@ -47,13 +47,13 @@
 #
 # | format | $e$ | $m$ | bias | largest finite | smallest normal | smallest subnormal |
 # |---|---|---|---|---|---|---|
-# | E5M2 (`float8_e5m2`) | 5 | 2 | 15 | $1.75 	imes 2^{15} = 57344$ | $2^{-14}$ | $2^{-16}$ |
-# | E4M3 (`float8_e4m3fn`) | 4 | 3 | 7 | $1.75 	imes 2^{8} = 448$ | $2^{-6}$ | $2^{-9}$ |
+# | E5M2 (`float8_e5m2`) | 5 | 2 | 15 | $1.75 \times 2^{15} = 57344$ | $2^{-14}$ | $2^{-16}$ |
+# | E4M3 (`float8_e4m3fn`) | 4 | 3 | 7 | $1.75 \times 2^{8} = 448$ | $2^{-6}$ | $2^{-9}$ |
 #
 # E5M2 follows the IEEE rules above (it is fp16 with the fraction cut to 2 bits: the same
 # exponent range). E4M3 breaks one of them to buy range: it has **no infinities**, and only
 # the bit pattern S.1111.111 is NaN, so the all-ones exponent holds ordinary numbers and the
-# largest finite value is $1.110_2 	imes 2^{8} = 448$, not the IEEE rule's $240$ (the `fn`
+# largest finite value is $1.110_2 \times 2^{8} = 448$, not the IEEE rule's $240$ (the `fn`
 # in torch's name: finite, NaN only). torch 2.13's cast into it **saturates**: anything beyond
 # 448, `inf` included, becomes $\pm 448$; a cast into E5M2 overflows to `inf` as fp16 does.
 #
