@@ -48,7 +48,8 @@ for x in [65504.0, 65519.0, 65520.0, 3.0e-8, 2.9e-8, 1e-41]:
 # ## What autocast saves, and what it costs
 #
 # Account for one training step. Let $N$ be the number of weights of the linear layers and
-# $A$ the number of values the forward pass saves for backward (the activations).
+# $A$ the number of floating-point values the forward pass saves for backward (the activations;
+# in e09 the Chinchilla coefficient is written $A_N$, so $A$ here means only this count).
 # - In plain fp32 training the weights take $4N$ bytes and the saved activations $4A$.
 # - Under autocast the fp32 weights are still there ($4N$). Each weight is cast to a 16-bit
 #   copy, and backward keeps that copy because it needs it ($2N$). The saved activations are

@@ -15,7 +15,8 @@
 # can be, and over how many steps the weights remember their updates.
 #
 # Notation: $\eta$ learning rate, $\lambda$ weight decay (torch's `weight_decay`), $M$ the clip
-# threshold, $t$ steps. For one coordinate of the gradient, $\mu$ is its mean over steps and
+# threshold (torch's `max_norm`; as in w5 and c1), $t$ steps. A suffix on a number (124M) means
+# millions, never the threshold. For one coordinate of the gradient, $\mu$ is its mean over steps and
 # $\sigma$ its standard deviation.
 
 # %% [markdown]
