@@ -264,3 +264,31 @@ def test_visible_checks_take_sympy_and_numpy_numbers(pid, library, capsys):
         break   # the form of the answers is the same in every variant
     capsys.readouterr()
     assert not refused, refused
+
+
+# --- one notation for the chapter ------------------------------------------------------
+def test_the_chapters_notation_keeps_the_specifications_symbols_and_names_the_new_ones():
+    """chapters.toml's notation (printed at the head of the site's index) holds curriculum §2's
+    twelve symbols as they are, and the symbols the precision items and e09/p7 introduced."""
+    import tomllib
+
+    from graders.site import notation_table
+    from tests.conftest import REPO
+    chapter = next(c for c in tomllib.loads((REPO / "chapters.toml").read_text())["chapter"] if c["id"] == "II.8")
+    notation = chapter["notation"]
+    for symbol in ("N", "B", "T", "d", "L", "η (eta)", "λ (lambda)", "P", "a", "s", "C", "D"):
+        assert symbol in notation
+    assert "batch" in notation["B"] and "clip" in notation["M"] and "optimiser" in notation["K"]
+    assert "A_N, B_D" in notation
+    html = "".join(notation_table(REPO, "II.8"))
+    assert "<table" in html and "A_N, B_D" in html and notation_table(REPO, "TDS") == []
+
+
+def test_e09_and_p7_write_the_chinchilla_coefficients_apart_from_the_batch_size():
+    """The fit's coefficients are A_N and B_D in the notebooks' formulas; the parameter keys stay A, B."""
+    from tests.conftest import REPO
+    for notebook in ("exercises/e09-chinchilla", "practice/p7-chinchilla-table"):
+        text = (REPO / "source" / f"{notebook}.pct.py").read_text()
+        assert "\\frac{B_D}{D^{\\beta}}" in text and "\\frac{A_N}{N^{\\alpha}}" in text
+        assert "\\frac{B}{D^{\\beta}}" not in text and "\\frac{A}{N^{\\alpha}}" not in text
+    assert set(problems.get("e09-chinchilla").variants["A"]) >= {"A", "B"}
