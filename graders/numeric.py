@@ -19,6 +19,9 @@ def as_real(value):
     if isinstance(value, bool) or value is None:
         return f"is {value!r}, not a number"
     if isinstance(value, dict):  # transport markers: {"str": ...}, {"float": "nan"}, ...
+        if "sympy" in value and isinstance(value.get("value"), float):
+            value = value["value"]      # a sympy constant such as 3*sqrt(2): its value
+            return value if math.isfinite(value) else "is NaN or infinite"
         if "float" in value:
             return "is NaN or infinite" if value["float"] in ("nan", "inf", "-inf") else "is not a number"
         kind = next(iter(value), "object")
@@ -86,7 +89,10 @@ class Numbers:
         if isinstance(ans, dict) or not isinstance(ans, (list, tuple)):
             return Outcome(INVALID, "is not a list of numbers.")
         if len(ans) != len(ref):
-            return Outcome(FAIL, f"has {len(ans)} entries; {len(ref)} are expected.")
+            # Neither the reference's length nor any of its entries is named: only
+            # that this list is not the one asked for.
+            return Outcome(FAIL, "is not the list for your variant: work out again which entries "
+                                 "belong in it, and how many there are.")
         wrong = []
         for i, (r, a) in enumerate(zip(ref, ans)):
             number = as_real(a)

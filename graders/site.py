@@ -99,6 +99,18 @@ def _item_page(notebook: str, done: dict[str, bool], errors: dict[str, str]) -> 
     return _page(item, body, up="../../")
 
 
+def notation_table(root: Path, chapter_id: str) -> list[str]:
+    """The chapter's notation (chapters.toml, [chapter.notation]) as an HTML table, if it has one."""
+    import tomllib
+    entries = next((c.get("notation", {}) for c in tomllib.loads((Path(root) / "chapters.toml").read_text())
+                    .get("chapter", []) if c.get("id") == chapter_id), {})
+    if not entries:
+        return []
+    rows = "".join(f"<tr><td>{html.escape(symbol)}</td><td>{html.escape(meaning)}</td></tr>"
+                   for symbol, meaning in entries.items())
+    return [f'<h2>Notation</h2><table class="notation">{rows}</table>']
+
+
 def render_site(root: Path, out_dir: Path, items: list[str] | None = None,
                 workers: int | None = None, status: dict | None = None) -> list[str]:
     """Write the site into `out_dir`; return one line per solution that could not be rendered.
@@ -144,6 +156,7 @@ def render_site(root: Path, out_dir: Path, items: list[str] | None = None,
         record = status if status is not None and status.get("id") == chapter.id else chapter_status(root, chapter)
         parts = [f"<h1>{html.escape(chapter.id)} {html.escape(chapter.title)}</h1>",
                  f'<pre class="status">{html.escape(render(record, root))}</pre>']
+        parts += notation_table(root, chapter.id)
         for strand in STRANDS:
             notebooks = chapter.strands.get(strand, ())
             if not notebooks:

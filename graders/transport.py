@@ -7,6 +7,7 @@ with `json` and the whitelisting reader in `symbolic`. The module imports only
 the standard library, so it can run where `graders` is otherwise unreachable.
 """
 import math
+import numbers
 
 MAX_ITEMS = 100_000
 MAX_TEXT = 20_000
@@ -39,6 +40,9 @@ def _encode(value, depth):
         (kind, inner), = value.items()
         if kind in MARKERS and type(inner) is str:
             return {kind: inner[:MAX_TEXT]}
+    if type(value) is dict and set(value) == {"sympy", "value"} and type(value["sympy"]) is str \
+            and type(value["value"]) is float:
+        return {"sympy": value["sympy"][:MAX_TEXT], "value": value["value"]}
     module = type(value).__module__ or ""
     if module.startswith("sympy"):
         import sympy
@@ -48,7 +52,19 @@ def _encode(value, depth):
             if value.is_Number:
                 return _encode(float(value), depth)
             text = sympy.srepr(value)
-            return {"sympy": text} if len(text) <= MAX_TEXT else {"error": "is too large an expression"}
+            if len(text) > MAX_TEXT:
+                return {"error": "is too large an expression"}
+            if not value.free_symbols:
+                # a number written as an expression (sqrt(2), 3*pi): an expression where one
+                # is asked for, and its value where a number is
+                number = _constant(value)
+                if number is not None:
+                    return {"sympy": text, "value": number}
+            return {"sympy": text}
+    if isinstance(value, numbers.Integral):   # numpy's and other registered integers
+        return _encode(int(value), depth)
+    if isinstance(value, numbers.Real):       # numpy's float32, fractions.Fraction, ...
+        return _encode(float(value), depth)
     if module.startswith("numpy") or module.startswith("torch"):
         if hasattr(value, "tolist"):
             return _encode(value.tolist(), depth + 1)
@@ -59,6 +75,17 @@ def _encode(value, depth):
     if callable(value):
         return {"callable": getattr(value, "__name__", "function")[:100]}
     return {"object": type(value).__name__[:100]}
+
+
+def _constant(expr):
+    """The finite real value of a sympy constant expression, or None."""
+    try:
+        number = complex(expr.evalf(30))
+    except Exception:  # noqa: BLE001 - not a number after all
+        return None
+    if number.imag != 0 or not math.isfinite(number.real):
+        return None
+    return float(number.real)
 
 
 def describe(value) -> str:

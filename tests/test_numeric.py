@@ -53,3 +53,52 @@ def test_lists_check_length_and_every_entry():
     assert check.judge([1.0, 2.0], [1.0, "2"]).status == INVALID
     assert Numbers(exact=True).judge([3, 7], [3, 7]).passed
     assert not Numbers(exact=True).judge([3, 7], [3, 8]).passed
+
+
+def test_a_list_of_the_wrong_length_keeps_the_reference_length_to_itself():
+    """A list of the wrong length is wrong, and the feedback names neither length nor entries."""
+    reference = [0.25, 0.5, 0.75]
+    for answer in ([0.25], [0.25, 0.5], [0.25, 0.5, 0.75, 1.0]):
+        outcome = Numbers().judge(reference, answer)
+        assert outcome.status == FAIL
+        assert not any(ch.isdigit() for ch in outcome.reason), outcome.reason
+        assert "three" not in outcome.reason
+
+
+def test_wrong_entries_of_a_list_of_the_right_length_are_named_by_position():
+    outcome = Numbers(rtol=1e-6).judge([1.0, 2.0, 3.0], [1.0, 2.5, 3.5])
+    assert outcome.status == FAIL and "entries 1, 2" in outcome.reason
+
+
+def test_sympy_numbers_are_numbers():
+    """`expr.subs({...})` gives a sympy Float or Integer: that is a number, wherever one is asked for."""
+    import sympy
+    N, P = sympy.symbols("N P", positive=True)
+    per_device_bytes = (16 * N / P).subs({N: 7.5e9, P: 64})
+    assert isinstance(per_device_bytes, sympy.Float)
+    assert Number().judge(7.5e9 * 16 / 64, encode(per_device_bytes)).passed
+    assert Count().judge(16, encode((16 * N / P).subs({N: 4, P: 4}))).passed
+    assert Count().judge(16, encode(sympy.Float(16.0))).passed
+    assert Number().judge(1 / 3, encode(sympy.Rational(1, 3))).passed
+    assert Number().judge(2**0.5 * 3, encode(3 * sympy.sqrt(2))).passed
+    assert Numbers().judge([0.5, 2.0], encode([sympy.Rational(1, 2), sympy.Integer(2)])).passed
+    assert Number().judge(1000.0, encode(sympy.Symbol("N") * 3)).status == INVALID
+    assert Number().judge(1000.0, encode(sympy.zoo)).status == INVALID
+
+
+@pytest.mark.parametrize("answer", [np.float32(0.75), np.float16(0.75), np.int8(0) + np.float32(0.75),
+                                    np.array(0.75), __import__("fractions").Fraction(3, 4)])
+def test_every_registered_real_is_a_number(answer):
+    assert Number().judge(0.75, encode(answer)).passed
+
+
+def test_numbers_real_holds_what_the_notebooks_accept():
+    """The notebooks' visible checks use numbers.Real / numbers.Integral: sympy and numpy register there."""
+    import numbers
+
+    import sympy
+    for value in (sympy.Float(1.5), sympy.Rational(1, 3), sympy.Integer(3), np.float32(1), np.float64(1),
+                  np.int64(2)):
+        assert isinstance(value, numbers.Real)
+    for value in (sympy.Integer(3), np.int64(2), np.int32(2)):
+        assert isinstance(value, numbers.Integral)

@@ -7,7 +7,7 @@ histogram lost below fp16's floor (and below bf16's), the share that survives on
 subnormals, what a scale of 2**k changes (lost and overflowing shares, and the window of
 binary exponents that survives), and the smallest power-of-two scale that saves a given share.
 
-The cast is torch's and is imported from w3-range (`cast`, `to_float32`, `limits`): a Python
+The cast is torch's and is shared by the precision items (`graders/problems/formats.py`: `cast`, `to_float32`, `limits`): a Python
 float is rounded to float32, scaled by 2**k (exact), then rounded to nearest, ties to even,
 into the 16-bit format with subnormals kept. A value "survives" when its cast is nonzero and
 finite. Sources: IEEE 754-2008 binary16 (5 exponent bits, 10 fraction bits: largest finite
@@ -22,8 +22,9 @@ import math
 
 from ..numeric import Count, Number, Numbers
 from ..problem import Mistake, Problem
-from .w3_range import (FORMATS, _flush_below_normal, _truncate_below_subnormal, cast, limits,
-                       max_log2_scale, to_float32)
+from .formats import (cast, format_limits, limits, max_log2_scale, to_float32)
+from .formats import flush_below_normal as _flush_below_normal
+from .formats import truncate_below_subnormal as _truncate_below_subnormal
 
 MAX_K = 127      # 2**k must itself be a float32 for torch.tensor(grads) * 2.0**k to mean this
 FP32_MAX = (2 - 2.0 ** -23) * 2.0 ** 127
@@ -75,8 +76,7 @@ def min_log2_scale(grads, target, dtype="float16", caster=cast):
 
 def exponent_window(k, dtype="float16"):
     """[lo, hi]: the integers E for which 2**E, scaled by 2**k and cast, is nonzero and finite."""
-    frac_bits, exp_bits = FORMATS[dtype]
-    largest, _, smallest = limits(exp_bits, frac_bits)
+    largest, _, smallest = format_limits(dtype)
     return [round(math.log2(smallest)) - k, math.floor(math.log2(largest)) - k]
 
 

@@ -12,7 +12,7 @@ bf16 has fp32's exponent range (2^-133 up to about 3.4e38), so for range it need
 its price is precision (7 fraction bits: relative rounding error at most 2^-8 for normals).
 
 Reference computations:
-- casts: torch's rounding, imported from w3-range (`cast`, `to_float32`, `max_log2_scale`,
+- casts: torch's rounding, from the precision items' shared `formats` (`cast`, `to_float32`, `max_log2_scale`,
   `underflow_fraction`): float32 first, then round-to-nearest-even into the 16-bit format.
 - the dynamic scaler: torch.amp.GradScaler's update rule, run with torch's own op
   `torch._amp_update_scale_` on a float32 scale (as e05-loss-scaling does): on an overflow
@@ -34,8 +34,9 @@ import torch
 
 from ..numeric import Count, Number, Numbers
 from ..problem import Mistake, Problem
-from .w3_range import (_flush_below_normal, _truncate_below_subnormal, cast, limits,
-                       max_log2_scale, to_float32, underflow_fraction)
+from .formats import (cast, limits, max_log2_scale, to_float32, underflow_fraction)
+from .formats import flush_below_normal as _flush_below_normal
+from .formats import truncate_below_subnormal as _truncate_below_subnormal
 
 FP16_MAX = limits(5, 10)[0]
 MAX_K = 127
@@ -111,6 +112,8 @@ def python_scaler(grad_max, init, growth, backoff, interval, kind):
             found_inf = math.isinf(cast(peak, "float16"))
         elif kind == "ceiling-2-16":
             found_inf = overflows(peak, scale, ceiling=2.0 ** 16)
+        elif kind == "ceiling-65504":
+            found_inf = overflows(peak, scale, ceiling=FP16_MAX)
         else:
             found_inf = overflows(peak, scale)
         if found_inf:
@@ -190,7 +193,9 @@ class RangeBeforeSpeed(Problem):
     assignment = "theory"
     # grads: one step's gradients (sixteen values, three significant figures);
     # grad_max: the largest |gradient| on each of two dozen steps, for the dynamic scaler.
-    # A: a window that fits, and a spike at step 12 (GradScaler's init);
+    # A: a window that fits, and a spike at step 12 (GradScaler's init); at step 3 the product
+    #    1.9993 * 2**15 = 65513 lies above 65504 but below 65520, so it rounds down to 65504
+    #    and the step is kept (the round-to-nearest-even edge: a test `> 65504` skips it);
     # B: a histogram wider than fp16's window, and Megatron-LM's init 2**32;
     # C: nothing below the floor, gradients shrinking as training settles, and a product of
     #    exactly 4 * 2**14 = 65536 at step 2 (past 65504, so inf);
@@ -199,7 +204,7 @@ class RangeBeforeSpeed(Problem):
         "A": {"grads": [4.43e-06, -0.0303, 1.25e-05, 2.95e-08, 0.000123, -5.42e-09, 5.08e-09,
                         -0.000403, 0.0896, 0.000192, -1.77e-08, -1.84e-05, -3.27e-08, -1.64e-09,
                         3.55e-06, 1.54e-05],
-              "grad_max": [1.6, 1.4, 1.5, 1.7, 1.5, 1.3, 1.6, 1.4, 1.5, 1.6, 1.4, 1.5, 62.0, 1.5,
+              "grad_max": [1.6, 1.4, 1.5, 1.9993, 1.5, 1.3, 1.6, 1.4, 1.5, 1.6, 1.4, 1.5, 62.0, 1.5,
                            1.4, 1.6, 1.5, 1.3, 1.5, 1.4, 1.6, 1.5, 1.4, 1.5],
               "init_scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5,
               "growth_interval": 4},
@@ -300,6 +305,12 @@ class RangeBeforeSpeed(Problem):
             "the ceiling was taken as 2^16; fp16's largest finite value is 65504, and products "
             "from 65520 up round to inf.",
             _with_scaler("ceiling-2-16"),
+        ),
+        Mistake(
+            "ceiling-65504",
+            "a product above 65504 was counted as an overflow; the cast rounds to nearest, so "
+            "products below 65520 round down to 65504 and stay finite; only 65520 and up become inf.",
+            _with_scaler("ceiling-65504"),
         ),
         Mistake(
             "tracker-not-reset",

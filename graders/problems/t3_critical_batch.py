@@ -127,7 +127,10 @@ class CriticalBatchProblem(Problem):
     # squared norms to 4 significant digits), candidate global batches, the fewest steps S_min
     # that reach the target loss, an allowed compute overhead, a wanted doubling speedup and
     # a step budget. Settings are in the range of GPT-2/GPT-3-style language-model runs
-    # (batches of 0.5M to 4M tokens at 1,024 to 2,048 tokens per sequence).
+    # (batches of 0.5M to 4M tokens at 1,024 to 2,048 tokens per sequence). Every batch an
+    # answer names is at least one device's measured batch `b_small`: a global batch below that
+    # is no data-parallel configuration. D is a GPT-3-scale run: B_noise about 1,600 sequences
+    # (3.3M tokens at 2,048 per sequence) and E_min = S_min * B_noise about 330B tokens.
     variants = {
         "A": {"b_small": 16, "b_big": 1024, "g2_small": 0.2125, "g2_big": 0.01563,
               "batches": [32, 128, 512, 2048], "s_min": 20_000, "overhead": 0.1, "speedup": 1.8,
@@ -138,8 +141,8 @@ class CriticalBatchProblem(Problem):
         "C": {"b_small": 32, "b_big": 4096, "g2_small": 0.08165, "g2_big": 0.001035,
               "batches": [2048, 8192, 16384, 65536], "s_min": 8_000, "overhead": 0.25, "speedup": 1.5,
               "max_steps": 12_000},
-        "D": {"b_small": 4, "b_big": 128, "g2_small": 1.44, "g2_big": 0.1322,
-              "batches": [8, 16, 32, 256], "s_min": 150_000, "overhead": 0.05, "speedup": 1.75,
+        "D": {"b_small": 8, "b_big": 2048, "g2_small": 0.3015, "g2_big": 0.002672,
+              "batches": [256, 512, 1024, 2048], "s_min": 100_000, "overhead": 0.3, "speedup": 1.75,
               "max_steps": 400_000},
     }
     checks = {

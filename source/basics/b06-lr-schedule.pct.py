@@ -134,7 +134,7 @@ peak_step = params["warmup"]
 # Form only: the numbers are checked when your notebook is graded.
 assert isinstance(lr_at_steps, (list, tuple)), "lr_at_steps should be a list of numbers"
 assert len(lr_at_steps) == len(params["at"]), "give one learning rate per step in params['at']"
-assert isinstance(peak_step, int), "peak_step is a step number: make it an int"
+assert isinstance(peak_step, numbers.Integral), "peak_step is a step number: make it an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b06-lr-schedule", "check_numbers", globals())

@@ -101,13 +101,14 @@ steps_to_halve = math.ceil(math.log(0.5) / math.log(per_step_factor))
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_decay", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("per_step_factor", "decay_factor", "steps_to_halve"):
     assert name in globals(), f"{name} is not defined yet"
 for name in ("per_step_factor", "decay_factor"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a number"
 assert 0 < decay_factor <= 1, "a factor that shrinks a weight lies between 0 and 1"
-assert isinstance(steps_to_halve, int), "steps_to_halve is a count of steps: an int"
+assert isinstance(steps_to_halve, numbers.Integral), "steps_to_halve is a count of steps: an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b07-weight-decay", "check_decay", globals())

@@ -81,13 +81,14 @@ clipped_steps = [i for i, c in enumerate(clip_coefficients) if c < 1.0]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_clipping", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("global_norms", "clip_coefficients", "clipped_steps"):
     assert name in globals(), f"{name} is not defined yet"
 for name in ("global_norms", "clip_coefficients"):
     assert isinstance(globals()[name], (list, tuple)), f"{name} should be a list"
     assert len(globals()[name]) == 6, f"{name} should have one entry per step"
-assert all(isinstance(i, int) for i in clipped_steps), "clipped_steps should be a list of ints"
+assert all(isinstance(i, numbers.Integral) for i in clipped_steps), "clipped_steps should be a list of ints"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b08-gradient-clipping", "check_clipping", globals())

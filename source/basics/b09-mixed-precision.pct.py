@@ -17,6 +17,15 @@
 # |---|---|---|---|---|
 # | fp16 | 5 / 10 | 65504 | $2^{-14}\approx 6.1\times10^{-5}$ | $2^{-24}\approx 6.0\times10^{-8}$ |
 # | bf16 | 8 / 7 | $\approx 3.39\times10^{38}$ | $2^{-126}\approx 1.2\times10^{-38}$ | $2^{-133}\approx 9.2\times10^{-41}$ |
+# | FP8 E5M2 (`torch.float8_e5m2`) | 5 / 2 | 57344 | $2^{-14}$ | $2^{-16}$ |
+# | FP8 E4M3 (`torch.float8_e4m3fn`) | 4 / 3 | 448 | $2^{-6}$ | $2^{-9}$ |
+#
+# The two 8-bit rows are the formats of Micikevicius et al., *FP8 Formats for Deep Learning*
+# (2022, Table 1), in which Hopper-class and later GPUs multiply: E4M3 (more precision) for
+# weights and activations, E5M2 (fp16's range, 2 fraction bits) for gradients. E4M3 has no
+# infinity (the `fn`), so its top is 448 and torch's cast saturates there. Their windows are so
+# narrow (18 and 32 binades) that every FP8 tensor carries its own scale: one per tensor, or,
+# in the OCP Microscaling (MX) formats, one power of two shared by each block of 32 values.
 #
 # The cast **rounds to nearest** (ties to even) and keeps subnormals. A value below the
 # smallest subnormal is not simply dropped. It becomes 0 only when it is at most half of
@@ -39,7 +48,8 @@ for x in [65504.0, 65519.0, 65520.0, 3.0e-8, 2.9e-8, 1e-41]:
 # ## What autocast saves, and what it costs
 #
 # Account for one training step. Let $N$ be the number of weights of the linear layers and
-# $A$ the number of values the forward pass saves for backward (the activations).
+# $A$ the number of floating-point values the forward pass saves for backward (the activations;
+# in e09 the Chinchilla coefficient is written $A_N$, so $A$ here means only this count).
 # - In plain fp32 training the weights take $4N$ bytes and the saved activations $4A$.
 # - Under autocast the fp32 weights are still there ($4N$). Each weight is cast to a 16-bit
 #   copy, and backward keeps that copy because it needs it ($2N$). The saved activations are
@@ -54,7 +64,32 @@ for x in [65504.0, 65519.0, 65520.0, 3.0e-8, 2.9e-8, 1e-41]:
 # ## Your variant
 #
 # Each variant lists values met in one training step, labelled, with $N$ and $A$ for the
-# model and batch. $A$ is counted with Korthikanti et al.'s per-layer activation formula.
+# model and batch. $A$ counts the floating-point values saved for backward. Dropout masks are
+# saved too, but as 1-byte booleans in both runs, so they cancel from the saving and are not
+# in $A$.
+#
+# - **GPT-2-style models** (variants A and B: LayerNorm, a GeLU MLP of width $4h$, dropout, and
+#   attention scores stored as $s \times s$ matrices, as implementations of the time did).
+#   Korthikanti et al., *Reducing Activation Recomputation in Large Transformer Models* (2022),
+#   §4.1, eq. 1, count $sbh(34 + 5as/h)$ **bytes** per layer, with 16-bit values and 1-byte
+#   dropout masks ($s$ sequence length, $b$ sequences, $h$ width, $a$ heads). Term by term, in
+#   values: the attention block stores its QKV input, $Q$ and $K$, $V$ and the output
+#   projection's input ($5sbh$), the softmax output and its dropout's output ($2as^2b$), and two
+#   masks ($as^2b + sbh$ bytes); the MLP stores its input, the GeLU's input and output ($9sbh$)
+#   and a mask ($sbh$ bytes); the two LayerNorms their inputs ($2sbh$). So
+#   $A = L(16sbh + 2as^2b)$ values, and $2A + L(2sbh + as^2b) = L(34sbh + 5as^2b)$ bytes.
+#   (Halving Korthikanti's bytes would count each 1-byte mask as half a value.)
+# - **Llama-2-7B** (variants C and D). Touvron et al., *Llama 2* (2023), §2.2 and Table 1, keep
+#   Llama 1's architecture (pre-norm RMSNorm, SwiGLU, rotary embeddings; for 7B: 32 layers,
+#   width 4096, 32 heads, 4k context), and the released model's SwiGLU width is $f = 11008$
+#   ($\tfrac{2}{3}4h$ rounded up to a multiple of 256; Touvron et al., *LLaMA*, 2023, §2.2).
+#   We assume what such a run does: **no dropout** (the models have none), and **flash
+#   attention**, so no $s \times s$ scores are stored; backward keeps $Q$, $K$, $V$ and the output
+#   $O$, which is also the output projection's input. Per layer that is two RMSNorm inputs and
+#   outputs ($4sbh$), $Q, K, V$ ($3sbh$), $O$ ($sbh$), and the SwiGLU's gate pre-activation, up
+#   projection, SiLU output and their product ($4fsb$): $A = L\,sb(8h + 4f)$. Per-row
+#   statistics (RMSNorm's $1/\mathrm{rms}$, flash attention's log-sum-exp) are fp32 in both runs
+#   and left out.
 
 # %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 import getpass
@@ -69,28 +104,28 @@ VARIANTS = {
                    "learning rate"],
         "values": [0.0213, 3.7e-9, 1.4e-13, 412.5, 7.3e4, 151388.16, 4.5e-8, 2.2e-6,
                    65515.0, 3.0e-4],
-        "N": 1_474_560_000, "activation_elements": 17_930_649_600},
+        "N": 1_474_560_000, "activation_elements": 15_099_494_400},
     "B": {
         "labels": ["gradient", "gradient", "gradient", "activation", "weight",
                    "Adam first moment", "Adam second moment", "logit", "activation",
                    "update lr*m/sqrt(v)", "attention score"],
         "values": [1.2e-5, 2.5e-8, 3.1e-8, 6.6e4, -0.047, -8.3e-7, 6.9e-13, -23.75,
                    65519.0, 2.9e-4, 1.0e5],
-        "N": 84_934_656, "activation_elements": 8_606_711_808},
+        "N": 84_934_656, "activation_elements": 7_247_757_312},
     "C": {
         "labels": ["weight", "gradient", "Adam second moment of a dead unit",
                    "Adam second moment of a dead unit", "activation", "loss",
                    "gradient", "attention logit", "loss x 2**24", "gradient"],
         "values": [0.0187, 6.2e-9, 2.0e-41, 6.5e-41, 3.1e5, 2.05, 1.6e-39, 1250.0,
                    3.4e7, 7.7e-6],
-        "N": 6_476_005_376, "activation_elements": 52_076_478_464},
+        "N": 6_476_005_376, "activation_elements": 10_066_329_600},
     "D": {
         "labels": ["gradient", "gradient", "Adam second moment", "activation",
                    "activation", "weight", "Adam second moment of a dead unit",
                    "gradient", "logit", "lr x weight decay"],
         "values": [4.0e-8, 1.9e-8, 3.3e-15, 65520.0, 65510.0, 0.0091, 3.0e-41, 5.1e-40,
                    -48.5, 1.0e-6],
-        "N": 6_476_005_376, "activation_elements": 1_811_939_328},
+        "N": 6_476_005_376, "activation_elements": 1_258_291_200},
 }
 STUDENT = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
 VARIANT = "ABCD"[int.from_bytes(hashlib.sha256(f"basics:{STUDENT}".encode()).digest()[:8], "big") % 4]
@@ -127,11 +162,12 @@ bf16_survivors = survivors(params["values"], torch.bfloat16)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_survivors", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the lists are checked when your notebook is graded.
 for name in ("fp16_survivors", "bf16_survivors"):
     assert name in globals(), f"{name} is not defined yet"
     assert isinstance(globals()[name], (list, tuple)), f"{name} should be a list of indices"
-    assert all(isinstance(i, int) for i in globals()[name]), f"{name} should hold ints"
+    assert all(isinstance(i, numbers.Integral) for i in globals()[name]), f"{name} should hold ints"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b09-mixed-precision", "check_survivors", globals())
@@ -147,7 +183,7 @@ bytes_saved = fp32_bytes - autocast_bytes
 # %% nbgrader={"grade": true, "grade_id": "check_bytes", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the number is checked when your notebook is graded.
 assert "bytes_saved" in globals(), "bytes_saved is not defined yet"
-assert isinstance(bytes_saved, (int, float)), "bytes_saved should be a number of bytes"
+assert isinstance(bytes_saved, numbers.Real), "bytes_saved should be a number of bytes"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b09-mixed-precision", "check_bytes", globals())

@@ -149,10 +149,11 @@ must_hold = [0, 2, 3, 4, 5] + ([8] if params["precision"] == "fp16" else [])
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_contents", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the list is checked when your notebook is graded.
 assert "must_hold" in globals(), "must_hold is not defined yet"
 assert isinstance(must_hold, (list, tuple)), "must_hold should be a list of indices into MENU"
-assert all(isinstance(i, int) and 0 <= i < len(MENU) for i in must_hold), "indices into MENU"
+assert all(isinstance(i, numbers.Integral) and 0 <= i < len(MENU) for i in must_hold), "indices into MENU"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b10-checkpoint", "check_contents", globals())
@@ -193,8 +194,8 @@ print("counted", tiny_payload_bytes, "measured", measured)
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("checkpoint_bytes", "tiny_payload_bytes"):
     assert name in globals(), f"{name} is not defined yet"
-assert isinstance(checkpoint_bytes, (int, float)), "checkpoint_bytes should be a number of bytes"
-assert isinstance(tiny_payload_bytes, int), "tiny_payload_bytes is a count of bytes: an int"
+assert isinstance(checkpoint_bytes, numbers.Real), "checkpoint_bytes should be a number of bytes"
+assert isinstance(tiny_payload_bytes, numbers.Integral), "tiny_payload_bytes is a count of bytes: an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b10-checkpoint", "check_sizes", globals())

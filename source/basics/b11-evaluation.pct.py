@@ -87,10 +87,11 @@ bits_per_byte = params["tokens"] / params["bytes"] * bits_per_token
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_metrics", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("mean_nll", "perplexity", "bits_per_token", "bits_per_byte"):
     assert name in globals(), f"{name} is not defined yet"
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a number"
 assert perplexity >= 1, "a perplexity is at least 1"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
@@ -105,7 +106,7 @@ loss_gap = mean_nll - params["train_loss"]
 # %% nbgrader={"grade": true, "grade_id": "check_gap", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the number is checked when your notebook is graded.
 assert "loss_gap" in globals(), "loss_gap is not defined yet"
-assert isinstance(loss_gap, (int, float)), "loss_gap should be a number of nats"
+assert isinstance(loss_gap, numbers.Real), "loss_gap should be a number of nats"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b11-evaluation", "check_gap", globals())

@@ -200,14 +200,15 @@ clipped_norms = [n * c for n, c in zip(params["grad_norms"], clip_coefficients)]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_clipping", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
-assert isinstance(clipped_steps, list) and all(isinstance(i, int) for i in clipped_steps), \
+assert isinstance(clipped_steps, list) and all(isinstance(i, numbers.Integral) for i in clipped_steps), \
     "clipped_steps should be a list of ints"
 for name in ("clip_coefficients", "clipped_norms"):
     value = globals()[name]
     assert isinstance(value, list) and len(value) == len(params["grad_norms"]), \
         f"{name} should be a list with one number per step"
-    assert all(isinstance(x, (int, float)) for x in value), f"{name} should hold Python numbers"
+    assert all(isinstance(x, numbers.Real) for x in value), f"{name} should hold Python numbers"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("c1-clip-and-decay", "check_clipping", globals())
@@ -233,7 +234,7 @@ clip_counts = [sum(min(m / (n + 1e-6), 1.0) < 1.0 for n in params["grad_norms"])
 # Form only: the counts are checked when your notebook is graded.
 assert isinstance(clip_counts, list) and len(clip_counts) == len(params["thresholds"]), \
     "clip_counts should be a list with one count per threshold"
-assert all(isinstance(k, int) for k in clip_counts), "clip_counts should hold ints"
+assert all(isinstance(k, numbers.Integral) for k in clip_counts), "clip_counts should hold ints"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("c1-clip-and-decay", "check_thresholds", globals())
@@ -259,8 +260,8 @@ decay_shrink = decay_shrinks[-1]
 # Form only: the numbers are checked when your notebook is graded.
 assert isinstance(decay_shrinks, list) and len(decay_shrinks) == len(params["grad_norms"]), \
     "decay_shrinks should be a list with one number per step"
-assert all(isinstance(x, (int, float)) for x in decay_shrinks), "decay_shrinks should hold Python numbers"
-assert isinstance(decay_shrink, (int, float)), "decay_shrink should be a Python number"
+assert all(isinstance(x, numbers.Real) for x in decay_shrinks), "decay_shrinks should hold Python numbers"
+assert isinstance(decay_shrink, numbers.Real), "decay_shrink should be a Python number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("c1-clip-and-decay", "check_decay", globals())

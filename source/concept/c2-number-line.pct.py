@@ -47,9 +47,27 @@
 # about 40 binades: what a scale gains at the bottom it gives up at the top.
 
 # %% [markdown]
-# ## 3. An example (not your variant)
+# ## 1b. Four formats side by side, 8-bit ones included
 #
-# Twenty gradients, and the scale $2^{10}$.
+# Since 2022 accelerators also multiply in 8 bits. Micikevicius et al., *FP8 Formats for Deep
+# Learning* (2022, arXiv 2209.05433, Table 1) define two formats, in torch `torch.float8_e5m2`
+# and `torch.float8_e4m3fn`:
+#
+# | format | exponent, fraction bits | largest finite | smallest normal | smallest subnormal |
+# |---|---|---|---|---|
+# | fp16 | 5, 10 | 65504 | $2^{-14}$ | $2^{-24}$ |
+# | bf16 | 8, 7 | about $3.39\times10^{38}$ | $2^{-126}$ | $2^{-133}$ |
+# | E5M2 | 5, 2 | 57344 | $2^{-14}$ | $2^{-16}$ |
+# | E4M3 (`fn`: finite, no inf) | 4, 3 | 448 | $2^{-6}$ | $2^{-9}$ |
+#
+# E5M2 is fp16's exponent range with two fraction bits: the window of gradients. E4M3 trades a
+# binade of range for a third fraction bit and reuses the all-ones exponent for numbers (only
+# S.1111.111 is NaN, so its top is $1.75 \times 2^8 = 448$ and a cast past it saturates): the
+# window of weights and activations in the paper's recipe. An 18-binade window cannot hold a
+# whole network's values at one scale, so FP8 training scales each tensor by its own factor
+# (per-tensor scaling), or each block of 32 values by a shared power of two (the OCP
+# *Microscaling Formats* v1.0 block scaling, the scale stored as E8M0). The picture below draws
+# each window from `torch.finfo`, on one axis.
 
 # %%
 import math
@@ -57,6 +75,42 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
+FORMAT_WINDOWS = {}      # name -> (log2 smallest subnormal, log2 smallest normal, log2 largest finite)
+for name, dtype in {"fp16": torch.float16, "bf16": torch.bfloat16,
+                    "E5M2 (float8_e5m2)": torch.float8_e5m2,
+                    "E4M3 (float8_e4m3fn)": torch.float8_e4m3fn}.items():
+    info = torch.finfo(dtype)
+    FORMAT_WINDOWS[name] = (math.log2(info.tiny * info.eps), math.log2(info.tiny), math.log2(info.max))
+    print(f"{name:22s} subnormals from 2^{FORMAT_WINDOWS[name][0]:.0f}, normals 2^{FORMAT_WINDOWS[name][1]:.0f}"
+          f" to {info.max:.6g}: {FORMAT_WINDOWS[name][2] - FORMAT_WINDOWS[name][0]:.0f} binades")
+
+
+def draw_format_windows(windows, left=-40, right=20):
+    """One row per format: its subnormal and normal bands on the log2 axis (bf16 runs off both ends)."""
+    fig, ax = plt.subplots(figsize=(10, 2.8))
+    for row, (name, (floor, tiny, top)) in enumerate(windows.items()):
+        ax.broken_barh([(floor, tiny - floor)], (row - 0.35, 0.7), color="#ff7f0e", alpha=0.6,
+                       label="subnormal" if row == 0 else None)
+        ax.broken_barh([(tiny, top - tiny)], (row - 0.35, 0.7), color="#2ca02c", alpha=0.6,
+                       label="normal" if row == 0 else None)
+    ax.set_yticks(range(len(windows)), list(windows))
+    ax.set_xlim(left, right)
+    ax.set_xlabel("log2 |x|  (bf16's window runs from -133 to 128, beyond both edges)")
+    ax.legend(ncol=2, frameon=False, loc="lower left", fontsize=8)
+    ax.set_title("What each format holds, on one log axis", fontsize=10)
+    fig.tight_layout()
+    plt.show()
+    return fig
+
+
+format_figure = draw_format_windows(FORMAT_WINDOWS)
+
+# %% [markdown]
+# ## 3. An example (not your variant)
+#
+# Twenty gradients, and the scale $2^{10}$.
+
+# %%
 example_grads = [2.1e-10, -6.0e-9, 1.7e-8, -2.5e-8, 4.4e-8, -9.0e-8, 2.2e-7, -5.1e-7,
                  1.3e-6, -3.0e-6, 7.7e-6, -1.9e-5, 4.1e-5, -1.2e-4, 3.3e-4, -8.0e-4,
                  2.6e-3, -7.4e-3, 0.021, -0.6]
@@ -229,9 +283,10 @@ subnormal_fp16 = ((plain_fp16 != 0) & (plain_fp16.abs() < 2.0 ** -14)).float().m
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_floor", "locked": true, "points": 2.5, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
 for name in ("lost_fp16", "lost_bf16", "subnormal_fp16"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a Python number (use .item())"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a Python number (use .item())"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("c2-number-line", "check_floor", globals())
@@ -261,10 +316,10 @@ exponent_window = [min(survives), max(survives)]
 # %% nbgrader={"grade": true, "grade_id": "check_scaled", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the values are checked when your notebook is graded.
 for name in ("lost_fp16_scaled", "overflow_fp16_scaled"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a Python number (use .item())"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a Python number (use .item())"
 assert isinstance(exponent_window, list) and len(exponent_window) == 2, \
     "exponent_window should be a list [lo, hi]"
-assert all(isinstance(E, int) for E in exponent_window), "exponent_window should hold two ints"
+assert all(isinstance(E, numbers.Integral) for E in exponent_window), "exponent_window should hold two ints"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("c2-number-line", "check_scaled", globals())
@@ -293,7 +348,7 @@ min_log2_scale = next(k for k in range(128)
 
 # %% nbgrader={"grade": true, "grade_id": "check_min_scale", "locked": true, "points": 1.5, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the value is checked when your notebook is graded.
-assert isinstance(min_log2_scale, int), "min_log2_scale is the exponent of a power of two: an int"
+assert isinstance(min_log2_scale, numbers.Integral), "min_log2_scale is the exponent of a power of two: an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("c2-number-line", "check_min_scale", globals())

@@ -176,10 +176,11 @@ total_steps = params["epochs"] * steps_per_epoch
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("tokens_per_step", "steps_per_epoch", "accumulation_steps", "total_steps"):
     assert name in globals(), f"{name} is not defined yet"
-    assert isinstance(globals()[name], int), f"{name} is a count: make it an int"
+    assert isinstance(globals()[name], numbers.Integral), f"{name} is a count: make it an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e01-batching", "check_numbers", globals())

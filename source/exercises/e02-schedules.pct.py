@@ -163,12 +163,13 @@ lr_wsd = [wsd_lr(s) for s in params["at"]]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_values", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
 for name in ("lr_cosine", "lr_wsd"):
     assert name in globals(), f"{name} is not defined yet"
     values = globals()[name]
     assert len(values) == len(params["at"]), f"{name} needs one rate per step in params['at']"
-    assert all(isinstance(v, (int, float)) for v in values), f"{name} should hold plain numbers"
+    assert all(isinstance(v, numbers.Real) for v in values), f"{name} should hold plain numbers"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e02-schedules", "check_values", globals())
@@ -193,7 +194,7 @@ area_wsd = math.fsum(wsd_lr(s) for s in range(total))
 # Form only: the areas are checked when your notebook is graded.
 for name in ("area_cosine", "area_wsd"):
     assert name in globals(), f"{name} is not defined yet"
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e02-schedules", "check_areas", globals())

@@ -126,10 +126,11 @@ timescale_steps = 1 / (params["lr"] * params["weight_decay"])
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("shrink_factor", "timescale_steps"):
     assert name in globals(), f"{name} is not defined yet"
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e03-weight-decay", "check_numbers", globals())
@@ -170,7 +171,7 @@ l2_first_step = 1.0 - v.item()
 # Form only: the values are checked when your notebook is graded.
 for name in ("adamw_factor", "l2_first_step"):
     assert name in globals(), f"{name} is not defined yet"
-    assert isinstance(globals()[name], float), f"{name} should be a float (use .item())"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a float (use .item())"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e03-weight-decay", "check_torch", globals())

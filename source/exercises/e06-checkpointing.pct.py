@@ -208,9 +208,10 @@ job_mtbf_seconds = 86_400 / (params["n_nodes"] * params["failure_rate"])
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_io", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("checkpoint_bytes", "write_seconds", "job_mtbf_seconds"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e06-checkpointing", "check_io", globals())
@@ -257,7 +258,7 @@ else:
 # %% nbgrader={"grade": true, "grade_id": "check_interval", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("young_interval_seconds", "daly_interval_seconds", "waste_fraction"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e06-checkpointing", "check_interval", globals())

@@ -249,9 +249,10 @@ allreduce_seconds = allreduce_bytes_per_device / params["bus_bandwidth"]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_allreduce", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("allreduce_bytes_per_device", "allreduce_seconds"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e07-communication", "check_allreduce", globals())
@@ -278,7 +279,7 @@ bubble_fraction = float(bubble_expr.subs({K: params["stages"], M: params["microb
 # %% nbgrader={"grade": true, "grade_id": "check_zero_pipeline", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("zero3_volume_ratio", "bubble_fraction"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e07-communication", "check_zero_pipeline", globals())

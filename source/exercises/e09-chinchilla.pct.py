@@ -9,13 +9,17 @@
 # cost $C = 6ND$. This exercise derives their closed form, computes it for your variant, and
 # checks the widely repeated "20 tokens per parameter" against what the paper actually prints.
 #
-# Notation: $N$ parameters, $D$ training tokens, $C$ training FLOPs. The loss model
+# Notation: $N$ parameters, $D$ training tokens, $C$ training FLOPs; $A_N$ and $B_D$ the fitted
+# coefficients of the parameter and data terms (the paper's $A$ and $B$: in this chapter $B$ is
+# the batch size). A suffix on a number is a unit: 70B parameters, 1.4T tokens. The loss model
 # (Hoffmann §3.3, eq. 2) is
 #
-# $$L(N, D) = E + \frac{A}{N^{\alpha}} + \frac{B}{D^{\beta}} .$$
+# $$L(N, D) = E + \frac{A_N}{N^{\alpha}} + \frac{B_D}{D^{\beta}} .$$
 #
-# Careful with one letter: in this exercise $B$ is the **coefficient of the data term**, not the
-# batch size of the chapter's notation. It appears only in your numbers, never in your expression.
+# The paper calls the two coefficients $A$ and $B$. In this chapter $B$ is the batch size and $A$
+# the activation values of b09, so here the coefficient of the parameter term is $A_N$ and that of
+# the data term $B_D$. Your parameters keep the paper's keys: `params["A"]` is $A_N$ and
+# `params["B"]` is $B_D$. Neither appears in your expression, only in your numbers.
 
 # %% [markdown]
 # ## 1. Where the optimum sits
@@ -25,12 +29,12 @@
 # costs tokens. Setting the derivative with respect to $N$ to zero gives a balance condition
 # worth remembering:
 #
-# $$\alpha \,\frac{A}{N^{\alpha}} \;=\; \beta \,\frac{B}{D^{\beta}} ,$$
+# $$\alpha \,\frac{A_N}{N^{\alpha}} \;=\; \beta \,\frac{B_D}{D^{\beta}} ,$$
 #
 # i.e. at the optimum the two reducible terms stand in the ratio $\beta : \alpha$. Solving it for $N$
 # is a one-line power law in $C/6$; the paper writes the result as its eq. (4),
 # $N_{opt} = G\,(C/6)^{a}$ and $D_{opt} = G^{-1}(C/6)^{b}$, with a prefactor $G$ and exponents
-# $a + b = 1$ built from $A, B, \alpha, \beta$. You will derive $G$ and $a$ yourself below, with sympy.
+# $a + b = 1$ built from $A_N, B_D, \alpha, \beta$. You will derive $G$ and $a$ yourself below, with sympy.
 #
 # Two things follow without any numbers. The constant $E$ moves the loss but not the allocation.
 # And the ratio $D_{opt}/N_{opt}$ is constant across budgets **only** if $\alpha = \beta$; otherwise
@@ -40,7 +44,7 @@
 # %% [markdown]
 # ## 2. What the paper prints, and what it does not
 #
-# The constants in the paper's Appendix D.2, eq. (10), are $E = 1.69$, $A = 406.4$, $B = 410.7$,
+# The constants in the paper's Appendix D.2, eq. (10), are $E = 1.69$, $A_N = 406.4$, $B_D = 410.7$,
 # $\alpha = 0.34$, $\beta = 0.28$. Three facts about them are easy to check and rarely mentioned:
 #
 # 1. **They do not give 20 tokens per parameter.** At the Gopher budget ($C = 5.76\times10^{23}$
@@ -48,7 +52,7 @@
 #    $N \approx 32$B and $D \approx 3.0$T, about **93 tokens per parameter**.
 # 2. **They are rounded, and the rounding matters.** Besiroglu et al. (*Chinchilla Scaling: A
 #    replication attempt*, 2024, arXiv 2404.10102) report the unrounded values from the paper's TeX
-#    source: $E = 1.6934$, $\alpha = 0.3392$, $\beta = 0.2849$ (same $A$, $B$). With them the Gopher-budget
+#    source: $E = 1.6934$, $\alpha = 0.3392$, $\beta = 0.2849$ (same $A_N$, $B_D$). With them the Gopher-budget
 #    optimum is $\approx 40$B parameters and $\approx 59$ tokens per parameter: this is the "40B" of the
 #    paper's Fig. 4 caption, and its exponent $a = 0.4565$ is the $0.46$ of Table 2 (the rounded
 #    constants give $a = 0.28/0.62 = 0.4516$, which would print as 0.45).
@@ -72,7 +76,7 @@
 # $4.41\times10^{24}$ FLOPs and over 4.2T tokens, while Table 3 lists $3.85\times10^{24}$ and 3.7T.
 #
 # Besiroglu et al. refitted the parametric law to data they reconstructed from the paper's plots and
-# found $E = 1.8172$, $A = 482.01$, $B = 2085.43$, $\alpha = 0.3478$, $\beta = 0.3658$. Their fit has $\beta > \alpha$,
+# found $E = 1.8172$, $A_N = 482.01$, $B_D = 2085.43$, $\alpha = 0.3478$, $\beta = 0.3658$. Their fit has $\beta > \alpha$,
 # gives $a \approx 0.51$ in line with Approaches 1 and 2, and about **18 tokens per parameter** at the
 # Gopher budget. They trace the discrepancy to the rounding above and to an optimiser that stopped
 # before convergence.
@@ -169,12 +173,12 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 # (so it contains floating-point numbers, e.g. something like `0.6*C**0.45`). Keep the full
 # precision of the constants; do not round them.
 #
-# Hint: make your own positive symbols for $N$, $\alpha$, $\beta$, $A$, $B$, $E$, solve
+# Hint: make your own positive symbols for $N$, $\alpha$, $\beta$, $A_N$, $B_D$, $E$, solve
 # $\partial L/\partial N = 0$, then substitute `params`.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_expr", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
-N_, alpha_, beta_, A_, B_, E_ = sp.symbols("N alpha beta A B E", positive=True)
+N_, alpha_, beta_, A_, B_, E_ = sp.symbols("N alpha beta A_N B_D E", positive=True)
 loss_at_fixed_C = E_ + A_ / N_**alpha_ + B_ / (C / (6 * N_))**beta_
 stationary = sp.solve(sp.diff(loss_at_fixed_C, N_), N_)
 n_general = stationary[0]
@@ -211,9 +215,10 @@ loss_opt = params["E"] + params["A"] / n_opt**params["alpha"] + params["B"] / d_
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("n_opt", "d_opt", "tokens_per_param", "loss_opt"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a plain number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a plain number"
     assert globals()[name] > 0, f"{name} should be positive"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge

@@ -150,9 +150,10 @@ b_simple = trace_sigma / g2
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_estimates", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("g2", "trace_sigma", "b_simple"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a plain number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a plain number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e10-noise-scale", "check_estimates", globals())
@@ -174,7 +175,7 @@ examples_ratio = 1 + params["batch"] / b_simple
 # %% nbgrader={"grade": true, "grade_id": "check_tradeoff", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("steps_ratio", "examples_ratio"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a plain number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a plain number"
     assert globals()[name] >= 1, f"{name} compares a cost with its minimum: it cannot be below 1"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge

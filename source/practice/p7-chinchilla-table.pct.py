@@ -8,7 +8,10 @@
 # loss any of their training curves reached; Approach 2 fits a parabola through each IsoFLOP
 # slice; Approach 3 fits one formula to every run,
 #
-# $$L(N, D) = E + \frac{A}{N^{\alpha}} + \frac{B}{D^{\beta}}, \qquad C = 6ND .$$
+# $$L(N, D) = E + \frac{A_N}{N^{\alpha}} + \frac{B_D}{D^{\beta}}, \qquad C = 6ND .$$
+#
+# Notation as in e09: $N$ parameters, $D$ tokens, $C$ FLOPs, and $A_N$, $B_D$ the paper's
+# coefficients $A$ and $B$ (the chapter keeps $B$ for the batch size).
 #
 # The paper's Table 3 prints the Approach 1 projections, and its caption says that "the estimates
 # for Approach 2 & 3 are similar". In this notebook you test that sentence. You will write the
@@ -17,8 +20,9 @@
 #
 # What you need from e09-chinchilla: minimising $L$ under $C = 6ND$ gives the paper's eq. (4),
 # $N_{opt} = G\,(C/6)^{a}$, $D_{opt} = G^{-1}(C/6)^{b}$ with
-# $G = \left(\frac{\alpha A}{\beta B}\right)^{1/(\alpha+\beta)}$, $a = \frac{\beta}{\alpha+\beta}$,
-# $b = \frac{\alpha}{\alpha+\beta}$. Here, as in e09, $B$ is the data-term coefficient, not a batch size.
+# $G = \left(\frac{\alpha A_N}{\beta B_D}\right)^{1/(\alpha+\beta)}$, $a = \frac{\beta}{\alpha+\beta}$,
+# $b = \frac{\alpha}{\alpha+\beta}$. As in e09, $A_N$ and $B_D$ are the paper's coefficients $A$ and $B$
+# (the chapter keeps $B$ for the batch size); the function's arguments `A` and `B` keep the paper's names.
 
 # %% [markdown]
 # ## 1. What the paper prints
@@ -51,12 +55,12 @@
 #   budgets", and Appendix D.3 (Table A3) prints its projections: for 67B, $1.71\times10^{24}$ FLOPs and
 #   4.1T tokens, three times Table 3's budget.
 #
-# **The constants of Approach 3.** Appendix D.2, eq. (10) prints $E = 1.69$, $A = 406.4$, $B = 410.7$,
+# **The constants of Approach 3.** Appendix D.2, eq. (10) prints $E = 1.69$, $A_N = 406.4$, $B_D = 410.7$,
 # $\alpha = 0.34$, $\beta = 0.28$. Those are rounded: the paper's TeX source has $E = 1.6934$,
 # $\alpha = 0.3392$, $\beta = 0.2849$ (reported by Besiroglu et al., *Chinchilla Scaling: A replication
 # attempt*, 2024, arXiv 2404.10102), and only those reproduce the paper's own "40B at the Gopher
 # budget" (Fig. 4 caption) and $a = 0.46$ (Table 2). Besiroglu et al. also refitted the law to data
-# they recovered from the paper's figures: $E = 1.8172$, $A = 482.01$, $B = 2085.43$,
+# they recovered from the paper's figures: $E = 1.8172$, $A_N = 482.01$, $B_D = 2085.43$,
 # $\alpha = 0.3478$, $\beta = 0.3658$. Your variant uses one of the three sets.
 
 # %% [markdown]
@@ -231,7 +235,7 @@ disagree_rows = [i for i, r in enumerate(n_ratio) if r > _f or r < 1 / _f]
 # %% nbgrader={"grade": true, "grade_id": "check_disagree", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the list is checked when your notebook is graded.
 assert isinstance(disagree_rows, list), "disagree_rows should be a list of row indices"
-assert all(isinstance(_i, int) and 0 <= _i < len(params["rows"]) for _i in disagree_rows), \
+assert all(isinstance(_i, numbers.Integral) and 0 <= _i < len(params["rows"]) for _i in disagree_rows), \
     "each entry is a 0-based index into params['rows']"
 assert disagree_rows == sorted(set(disagree_rows)), "list each index once, in increasing order"
 ### BEGIN HIDDEN TESTS

@@ -212,7 +212,7 @@ for _name in ("loss_cosine", "loss_wsd"):
     assert _name in globals(), f"assign {_name} = ... in the answer cell above"
     assert isinstance(globals()[_name], list), f"{_name} should be a list"
     assert len(globals()[_name]) == _n, f"{_name} should hold {_n} eval losses"
-    assert all(isinstance(_v, float) for _v in globals()[_name]), f"{_name} should hold plain floats"
+    assert all(isinstance(_v, numbers.Real) for _v in globals()[_name]), f"{_name} should hold plain floats"
 assert loss_cosine[0] == loss_wsd[0], "both runs start from the same model, so their first eval losses agree"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
@@ -232,7 +232,7 @@ decay_drop = loss_wsd[(params["total"] - params["decay"]) // params["eval_every"
 
 # %% nbgrader={"grade": true, "grade_id": "check_drop", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the number is checked when your notebook is graded.
-assert isinstance(decay_drop, float), "decay_drop should be a plain float"
+assert isinstance(decay_drop, numbers.Real), "decay_drop should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("p9-wsd-vs-cosine", "check_drop", globals())

@@ -69,6 +69,25 @@
 # update added to a weight stored in 16 bits: $w + u$ rounds back to $w$ when $|u|$ is below
 # half a unit in the last place of $w$. This is why mixed precision keeps an fp32 master copy
 # of the weights (Micikevicius et al. §3.1) in fp16 and in bf16 alike.
+#
+# ## 4b. At 8 bits the window shrinks again
+#
+# The FP8 formats of Micikevicius et al., *FP8 Formats for Deep Learning* (2022, Table 1), which
+# torch has as `torch.float8_e4m3fn` and `torch.float8_e5m2`, make the first failure the rule:
+#
+# | format | largest finite | smallest normal | smallest subnormal | window |
+# |---|---|---|---|---|
+# | fp16 | 65504 | $2^{-14}$ | $2^{-24}$ | about 40 binades |
+# | E5M2 | 57344 | $2^{-14}$ | $2^{-16}$ | about 32 binades |
+# | E4M3 (`fn`: no inf) | 448 | $2^{-6}$ | $2^{-9}$ | about 18 binades |
+#
+# No single loss scale fits a whole network into 18 binades, so FP8 training scales each tensor
+# on its own: **per-tensor scaling** chooses a factor from each tensor's largest magnitude, and
+# the paper's recipe keeps E4M3 (more precision) for weights and activations and E5M2 (more
+# range) for gradients. One outlier still pins a tensor's scale. **Block scaling** shrinks the
+# unit further: the OCP *Microscaling (MX) Formats Specification* v1.0 (2023) gives every block
+# of 32 elements its own shared scale, a power of two stored in 8 bits (E8M0). Each block then
+# needs only its own 18 or 32 binades. The proposition holds at every width: range first.
 
 # %% [markdown]
 # ## 5. An example (not your variant)
@@ -159,6 +178,55 @@ print("GradScaler :", with_gradscaler(example["grad_max"], **settings))
 # - The 65504 printed in §3.2 is fp16's largest finite value; `inf` starts at 65520, because
 #   the cast rounds to nearest. A product of exactly $2^{16} = 65536$ is already `inf`.
 
+# The run as a picture: the scale in force at each step (log scale), torch's own `GradScaler`
+# recording it, with the skipped steps marked. The dashed line is the ceiling of each step, the
+# largest power of two at which that step's largest gradient still fits below 65504: a step is
+# skipped exactly where the scale stands above it.
+
+# %%
+import matplotlib.pyplot as plt
+
+
+def scale_history(grad_max, init_scale, growth_factor, backoff_factor, growth_interval):
+    """(the scale in force at each step, the skipped steps), from torch's own GradScaler."""
+    w = torch.nn.Parameter(torch.tensor([1.0]))
+    w.register_hook(lambda g: g.half().float())          # the gradient as fp16 would hold it
+    opt = torch.optim.SGD([w], lr=0.0)
+    scaler = torch.amp.GradScaler("cpu", init_scale=init_scale, growth_factor=growth_factor,
+                                  backoff_factor=backoff_factor, growth_interval=growth_interval)
+    scales, skipped = [], []
+    for step, m in enumerate(grad_max):
+        scales.append(scaler.get_scale())
+        opt.zero_grad()
+        scaler.scale((w * m).sum()).backward()
+        if not torch.isfinite(w.grad).all():
+            skipped.append(step)
+        scaler.step(opt)
+        scaler.update()
+    return scales, skipped
+
+
+def plot_scale_trajectory(grad_max, settings, title):
+    scales, skipped = scale_history(grad_max, **settings)
+    steps = list(range(len(grad_max)))
+    ceiling = [math.floor(math.log2(FP16_MAX / m)) for m in grad_max]
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    ax.plot(steps, [math.log2(s) for s in scales], "o-", color="#1f77b4", label="log2(scale in force)")
+    ax.step(steps, ceiling, where="mid", linestyle="--", color="#7f7f7f",
+            label="largest k with max|g| * 2^k <= 65504")
+    ax.scatter(skipped, [math.log2(scales[i]) for i in skipped], marker="x", s=90, color="#d62728",
+               zorder=3, label="skipped step (inf in the fp16 gradients)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("log2 of the loss scale")
+    ax.set_title(title)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3, frameon=False, fontsize=8)
+    fig.tight_layout()
+    plt.show()
+    return fig
+
+
+example_figure = plot_scale_trajectory(example["grad_max"], settings, "The example: GradScaler's scale over 14 steps")
+
 # %% [markdown]
 # ## 6. Your variant
 #
@@ -176,7 +244,7 @@ VARIANTS = {
     "A": {"grads": [4.43e-06, -0.0303, 1.25e-05, 2.95e-08, 0.000123, -5.42e-09, 5.08e-09,
                     -0.000403, 0.0896, 0.000192, -1.77e-08, -1.84e-05, -3.27e-08, -1.64e-09,
                     3.55e-06, 1.54e-05],
-          "grad_max": [1.6, 1.4, 1.5, 1.7, 1.5, 1.3, 1.6, 1.4, 1.5, 1.6, 1.4, 1.5, 62.0, 1.5,
+          "grad_max": [1.6, 1.4, 1.5, 1.9993, 1.5, 1.3, 1.6, 1.4, 1.5, 1.6, 1.4, 1.5, 62.0, 1.5,
                        1.4, 1.6, 1.5, 1.3, 1.5, 1.4, 1.6, 1.5, 1.4, 1.5],
           "init_scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5,
           "growth_interval": 4},
@@ -231,10 +299,11 @@ bf16_max_rel_error = ((bf16_values - grads64).abs() / grads64.abs()).max().item(
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_casts", "locked": true, "points": 2.5, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
 for name in ("fp16_lost_count", "bf16_lost_count"):
-    assert isinstance(globals()[name], int), f"{name} should be an int"
-assert isinstance(bf16_max_rel_error, float), "bf16_max_rel_error should be a Python float"
+    assert isinstance(globals()[name], numbers.Integral), f"{name} should be an int"
+assert isinstance(bf16_max_rel_error, numbers.Real), "bf16_max_rel_error should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t1-range-before-speed", "check_casts", globals())
@@ -262,7 +331,7 @@ safe_scale_count = max(0, max_log2_scale - min_rescue_log2_scale + 1)
 # %% nbgrader={"grade": true, "grade_id": "check_window", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the values are checked when your notebook is graded.
 for name in ("max_log2_scale", "min_rescue_log2_scale", "safe_scale_count"):
-    assert isinstance(globals()[name], int), f"{name} should be an int"
+    assert isinstance(globals()[name], numbers.Integral), f"{name} should be an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t1-range-before-speed", "check_window", globals())
@@ -287,9 +356,9 @@ final_scale = float(final_scale)
 
 # %% nbgrader={"grade": true, "grade_id": "check_scaler", "locked": true, "points": 2.5, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the values are checked when your notebook is graded.
-assert isinstance(skipped_steps, list) and all(isinstance(i, int) for i in skipped_steps), \
+assert isinstance(skipped_steps, list) and all(isinstance(i, numbers.Integral) for i in skipped_steps), \
     "skipped_steps should be a list of ints"
-assert isinstance(final_scale, float), "final_scale should be a Python float"
+assert isinstance(final_scale, numbers.Real), "final_scale should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t1-range-before-speed", "check_scaler", globals())

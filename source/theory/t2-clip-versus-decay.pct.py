@@ -15,7 +15,8 @@
 # can be, and over how many steps the weights remember their updates.
 #
 # Notation: $\eta$ learning rate, $\lambda$ weight decay (torch's `weight_decay`), $M$ the clip
-# threshold, $t$ steps. For one coordinate of the gradient, $\mu$ is its mean over steps and
+# threshold (torch's `max_norm`; as in w5 and c1), $t$ steps. A suffix on a number (124M) means
+# millions, never the threshold. For one coordinate of the gradient, $\mu$ is its mean over steps and
 # $\sigma$ its standard deviation.
 
 # %% [markdown]
@@ -197,13 +198,14 @@ weight_no_decay = params["lr"] * u * params["steps"]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_clipping", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
 assert isinstance(clipped_counts, list) and len(clipped_counts) == len(params["thresholds"]), \
     "clipped_counts needs one count per threshold"
-assert all(isinstance(c, int) for c in clipped_counts), "counts are ints"
-assert isinstance(idle_thresholds, list) and all(isinstance(i, int) for i in idle_thresholds), \
+assert all(isinstance(c, numbers.Integral) for c in clipped_counts), "counts are ints"
+assert isinstance(idle_thresholds, list) and all(isinstance(i, numbers.Integral) for i in idle_thresholds), \
     "idle_thresholds is a list of indices (ints)"
-assert isinstance(weight_no_decay, (int, float)), "weight_no_decay should be a plain number"
+assert isinstance(weight_no_decay, numbers.Real), "weight_no_decay should be a plain number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t2-clip-versus-decay", "check_clipping", globals())
@@ -231,7 +233,7 @@ largest_safe_decay = update_ratio / params["needed"]
 # %% nbgrader={"grade": true, "grade_id": "check_equilibrium", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 for name in ("update_ratio", "equilibrium_weight", "largest_safe_decay"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a plain number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a plain number"
 assert isinstance(equilibrium_expr, sp.Expr), "equilibrium_expr should be a sympy expression"
 assert {s.name for s in equilibrium_expr.free_symbols} <= {"eta", "lambda", "mu", "sigma"}, \
     "use only the symbols eta, lam (lambda), mu and sigma"
@@ -261,7 +263,7 @@ weight_snr = equilibrium_weight / noise_rms
 # %% nbgrader={"grade": true, "grade_id": "check_timescale", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("weight_with_decay", "timescale_steps", "noise_rms", "weight_snr"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a plain number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a plain number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t2-clip-versus-decay", "check_timescale", globals())

@@ -120,8 +120,8 @@ VARIANTS = {
     "C": {"b_small": 32, "b_big": 4096, "g2_small": 0.08165, "g2_big": 0.001035,
           "batches": [2048, 8192, 16384, 65536], "s_min": 8_000, "overhead": 0.25, "speedup": 1.5,
           "max_steps": 12_000},
-    "D": {"b_small": 4, "b_big": 128, "g2_small": 1.44, "g2_big": 0.1322,
-          "batches": [8, 16, 32, 256], "s_min": 150_000, "overhead": 0.05, "speedup": 1.75,
+    "D": {"b_small": 8, "b_big": 2048, "g2_small": 0.3015, "g2_big": 0.002672,
+          "batches": [256, 512, 1024, 2048], "s_min": 100_000, "overhead": 0.3, "speedup": 1.75,
           "max_steps": 400_000},
 }
 STUDENT = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
@@ -144,8 +144,9 @@ b_noise = trace_sigma / g2_true
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_noise", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the number is checked when your notebook is graded.
-assert isinstance(b_noise, (int, float)) and b_noise > 0, "b_noise should be a positive number"
+assert isinstance(b_noise, numbers.Real) and b_noise > 0, "b_noise should be a positive number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t3-critical-batch", "check_noise", globals())
@@ -180,7 +181,7 @@ for name in ("steps", "examples", "doubling_speedups", "diminishing"):
     assert isinstance(globals()[name], list), f"{name} should be a list"
 assert len(steps) == len(examples) == len(doubling_speedups) == len(params["batches"]), \
     "one entry per candidate batch"
-assert all(isinstance(i, int) for i in diminishing), "diminishing holds indices (ints)"
+assert all(isinstance(i, numbers.Integral) for i in diminishing), "diminishing holds indices (ints)"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t3-critical-batch", "check_tradeoff", globals())
@@ -210,7 +211,7 @@ deadline_cost = 1 + deadline_batch / b_noise
 # %% nbgrader={"grade": true, "grade_id": "check_limits", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("near_linear_limit", "overhead_batch", "deadline_batch", "deadline_cost"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a plain number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a plain number"
 assert deadline_cost >= 1, "deadline_cost compares a cost with its minimum: it cannot be below 1"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge

@@ -190,11 +190,12 @@ threshold_adam = float(threshold_expr.subs({eta: params["peak_lr"], beta1: param
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_threshold", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(threshold_expr, sp.Expr), "threshold_expr should be a sympy expression"
 assert {s.name for s in threshold_expr.free_symbols} <= {"eta", "beta1"}, "use only the symbols eta and beta1"
 for name in ("threshold_gd", "threshold_adam"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a plain number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a plain number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t4-warmup-and-wsd", "check_threshold", globals())
@@ -234,9 +235,9 @@ for t, s in pairs:
 # %% nbgrader={"grade": true, "grade_id": "check_warmup", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the answers are checked when your notebook is graded.
 for name in ("unstable_no_warmup", "unstable_with_warmup"):
-    assert isinstance(globals()[name], list) and all(isinstance(i, int) for i in globals()[name]), \
+    assert isinstance(globals()[name], list) and all(isinstance(i, numbers.Integral) for i in globals()[name]), \
         f"{name} should be a list of indices (ints)"
-assert isinstance(min_warmup, int), "min_warmup is a number of steps (an int)"
+assert isinstance(min_warmup, numbers.Integral), "min_warmup is a number of steps (an int)"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t4-warmup-and-wsd", "check_warmup", globals())
@@ -295,8 +296,8 @@ shared_wsd = shared(lambda t: wsd(t, short, d_short), lambda t: wsd(t, long_, d_
 # %% nbgrader={"grade": true, "grade_id": "check_branching", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the answers are checked when your notebook is graded.
 for name in ("steps_cosine", "steps_wsd", "shared_cosine", "shared_wsd"):
-    assert isinstance(globals()[name], int), f"{name} is a number of steps (an int)"
-assert isinstance(saving, float) and 0 <= saving < 1, "saving is a fraction of the cosine family's steps"
+    assert isinstance(globals()[name], numbers.Integral), f"{name} is a number of steps (an int)"
+assert isinstance(saving, numbers.Real) and 0 <= saving < 1, "saving is a fraction of the cosine family's steps"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("t4-warmup-and-wsd", "check_branching", globals())

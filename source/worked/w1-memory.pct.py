@@ -188,10 +188,11 @@ per_device_bytes = float(per_device_expr.subs({N: params["N"], P: params["P"], K
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the numbers are checked when your notebook is graded.
-assert isinstance(bytes_per_param, int), "bytes_per_param is a count of bytes: an int"
+assert isinstance(bytes_per_param, numbers.Integral), "bytes_per_param is a count of bytes: an int"
 for name in ("total_bytes", "per_device_bytes"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a number of bytes"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a number of bytes"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("w1-memory", "check_numbers", globals())

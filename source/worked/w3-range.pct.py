@@ -10,7 +10,9 @@
 # to exactly zero. bfloat16 (bf16) spends its bits the other way round.
 #
 # Sources: IEEE 754-2008 (the binary16 format); the bfloat16 format as torch implements it;
-# Micikevicius et al., *Mixed Precision Training*, ICLR 2018, §3.1 and §3.2.
+# Micikevicius et al., *Mixed Precision Training*, ICLR 2018, §3.1 and §3.2; Micikevicius et
+# al., *FP8 Formats for Deep Learning*, 2022, Table 1; the OCP Microscaling Formats (MX)
+# Specification v1.0, 2023.
 # Apparatus: floating point (0.NU.01).
 
 # %% [markdown]
@@ -36,6 +38,34 @@
 # Notice the trade: bf16 keeps fp32's eight
 # exponent bits (fp32's range) and pays with precision (7 fraction bits, about 2 to 3
 # decimal digits); fp16 keeps more precision and pays with range.
+#
+# ### The 8-bit formats (2022 on)
+#
+# Hopper-class and later GPUs multiply in FP8, and Micikevicius et al., *FP8 Formats for Deep
+# Learning* (2022, arXiv 2209.05433, Table 1) define the two formats torch calls
+# `torch.float8_e4m3fn` and `torch.float8_e5m2`:
+#
+# | format | $e$ | $m$ | bias | largest finite | smallest normal | smallest subnormal |
+# |---|---|---|---|---|---|---|
+# | E5M2 (`float8_e5m2`) | 5 | 2 | 15 | $1.75 \times 2^{15} = 57344$ | $2^{-14}$ | $2^{-16}$ |
+# | E4M3 (`float8_e4m3fn`) | 4 | 3 | 7 | $1.75 \times 2^{8} = 448$ | $2^{-6}$ | $2^{-9}$ |
+#
+# E5M2 follows the IEEE rules above (it is fp16 with the fraction cut to 2 bits: the same
+# exponent range). E4M3 breaks one of them to buy range: it has **no infinities**, and only
+# the bit pattern S.1111.111 is NaN, so the all-ones exponent holds ordinary numbers and the
+# largest finite value is $1.110_2 \times 2^{8} = 448$, not the IEEE rule's $240$ (the `fn`
+# in torch's name: finite, NaN only). torch 2.13's cast into it **saturates**: anything beyond
+# 448, `inf` included, becomes $\pm 448$; a cast into E5M2 overflows to `inf` as fp16 does.
+#
+# The paper's recipe: E4M3 for the tensors of the forward pass (weights and activations, which
+# need precision and fit in E4M3's roughly 18 binades once scaled), E5M2 for the gradients,
+# whose spread is wider and which need E5M2's 32 binades more than a third fraction bit.
+# Neither range is enough on its own, so every FP8 tensor travels with a scale: **per-tensor
+# scaling** picks one factor per tensor from its largest magnitude (its *amax*), the loss scale
+# below in a new place. One outlier then pins the scale for the whole tensor. **Block scaling**
+# gives each small block its own: the OCP *Microscaling (MX) Formats Specification* v1.0 (2023)
+# stores 32 consecutive elements with one shared scale in E8M0, an 8-bit power of two
+# ($2^{-127}$ to $2^{127}$), so an outlier costs range only in its own block of 32.
 #
 # ## 2. What a cast does
 #
@@ -103,6 +133,11 @@ for name, bits in {"fp16": {e_: 5, m_: 10}, "bf16": {e_: 8, m_: 7}}.items():
           f"smallest subnormal 2^{int((1 - bias_ - m_).subs(bits))}")
 print("torch agrees:", torch.finfo(torch.float16).max, torch.finfo(torch.float16).tiny,
       torch.finfo(torch.bfloat16).tiny == 2.0 ** -126)
+# the 8-bit formats: E5M2 obeys the rule above; E4M3 ("fn") has no infinities, so its top is not
+for dtype in (torch.float8_e5m2, torch.float8_e4m3fn):
+    info = torch.finfo(dtype)
+    print(f"{str(dtype):20s} largest finite {info.max:g}, smallest normal 2^{int(math.log2(info.tiny))}, "
+          f"smallest subnormal 2^{int(math.log2(info.tiny * info.eps))}")
 
 # %% [markdown]
 # Now the cast. Count the values that become exactly zero, find the largest safe scale,
@@ -131,9 +166,9 @@ def largest_safe_k(values, dtype):
     return max(k, 0)
 
 
-for dtype in (torch.float16, torch.bfloat16):
+for dtype in (torch.float16, torch.bfloat16, torch.float8_e5m2, torch.float8_e4m3fn):
     k = largest_safe_k(example_grads, dtype)
-    print(f"{str(dtype):15s} zero share {zero_share(example_grads, dtype):.4f}, "
+    print(f"{str(dtype):20s} zero share {zero_share(example_grads, dtype):.4f}, "
           f"largest safe k = {k}, zero share after 2^{k}: {zero_share(example_grads, dtype, k):.4f}")
 print(f"fp16 with the paper's factor 8: zero share {zero_share(example_grads, torch.float16, 3):.4f}")
 print("3.5e-8 lies between 2^-25 and 2^-24 and rounds up to",
@@ -147,6 +182,13 @@ print("3.5e-8 lies between 2^-25 and 2^-24 and rounds up to",
 # In bf16 nothing underflows in the first place: its floor is about $10^{-40}$, and a scale
 # is not needed for range (bf16's cost is precision instead).
 #
+# At 8 bits the thesis bites hardest. In E5M2 half of the twelve values vanish unscaled, and
+# the same scale $2^{19}$ saves them all (E5M2 has fp16's exponent range). In E4M3 nine of twelve
+# vanish; the largest safe scale is only $2^{12}$, since its ceiling is 448, and a third are
+# still lost after it. Its window, $2^{-9}$ to 448, is about 18 binades against these values'
+# 27. That is why the FP8 recipes keep E4M3 for forward tensors and E5M2 for gradients, and
+# why they scale every tensor (or every block of 32) on its own.
+#
 # The picture: each gradient on fp16's number line, before and after scaling.
 
 # %%
@@ -155,7 +197,7 @@ import matplotlib.pyplot as plt
 
 def number_line(values, dtype_name, k, title):
     """Plot log2|g| before and after scaling by 2**k against the format's bands."""
-    dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16}[dtype_name]
+    dtype = getattr(torch, dtype_name)   # torch.float16, torch.float8_e4m3fn, ...
     info = torch.finfo(dtype)
     tiny, top = math.log2(info.tiny), math.log2(info.max)
     floor = tiny + math.log2(info.eps)   # log2 of the smallest subnormal (eps = 2^-m)
@@ -167,7 +209,7 @@ def number_line(values, dtype_name, k, title):
     ax.axvspan(left, floor - 1, color="#d62728", alpha=0.18, label="rounds to 0")
     ax.axvspan(floor - 1, tiny, color="#ff7f0e", alpha=0.18, label="subnormal (fewer bits)")
     ax.axvspan(tiny, top, color="#2ca02c", alpha=0.12, label="normal")
-    ax.axvspan(top, right, color="#7f7f7f", alpha=0.25, label="overflows to inf")
+    ax.axvspan(top, right, color="#7f7f7f", alpha=0.25, label="past the largest finite value")
     for row, shift in ((0, 0), (1, k)):
         cast = torch.tensor([v * 2.0 ** shift for v in values]).to(dtype)
         lost = (cast == 0).tolist()
@@ -211,14 +253,14 @@ VARIANTS = {
         3.1e-11, -8.4e-10, 2.6e-9, -1.9e-8, 4.3e-8, -3.7e-8, 7.9e-8, -1.2e-7,
         5.5e-7, -2.4e-6, 9.8e-6, -3.3e-5, 7.1e-5, -2.2e-4, 6.4e-4, -1.5e-3,
         4.8e-3, -9.6e-3, 2.1e-2, -4.4e-2]},
-    "B": {"dtype": "float16", "grads": [
+    "B": {"dtype": "float8_e5m2", "grads": [
         -6.2e-12, 1.8e-10, -5.3e-9, 1.1e-8, -2.8e-8, 3.2e-8, -5.1e-8, 1.6e-7,
         -4.4e-7, 8.9e-7, -1.3e-6, 3.7e-6, -7.7e-6, 2.5e-5, -5.8e-5, 1.9e-4,
         -6.6e-4, 1.4e-3, -3.9e-3, 8.2e-3, -2.7e-2, 0.11]},
     "C": {"dtype": "bfloat16", "grads": [
         2.3e-30, -7.4e-25, 1.5e-19, -8.1e-15, 3.6e-12, -9.2e-11, 4.9e-9, -2.7e-8,
         5.4e-8, -1.9e-7, 8.3e-6, -4.1e-5, 2.9e-4, -1.7e-3, 6.6e-3, -0.052, 0.38, -1.7]},
-    "D": {"dtype": "float16", "grads": [
+    "D": {"dtype": "float8_e4m3fn", "grads": [
         2.9e-12, -4.7e-11, 8.8e-10, -1.4e-9, 6.1e-9, -2.3e-8, 3.9e-8, -4.6e-8,
         9.7e-8, -6.8e-7, 2.2e-6, -1.1e-5, 4.5e-5, -3.4e-4, 1.2e-3, -8.7e-3,
         6.3e-2, -0.41, 2.8, 12.6]},
@@ -275,9 +317,10 @@ bf16_min_normal = float(min_subnormal_expr.subs(bf16_bits) * 2 ** 7)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_limits", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
 for name in ("fp16_max", "fp16_min_normal", "fp16_min_subnormal", "bf16_min_normal"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a Python number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a Python number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("w3-range", "check_limits", globals())
@@ -286,6 +329,8 @@ judge("w3-range", "check_limits", globals())
 # %% [markdown]
 # ### 6c. Compute
 #
+# Your `params["dtype"]` may be one of the 8-bit formats; `getattr(torch, params["dtype"])`
+# gives the torch dtype whatever its name, and `torch.finfo` knows each one's limits.
 # For your variant's `params["grads"]` cast to `params["dtype"]` the way torch does it
 # (`torch.tensor(grads).to(...)`), compute
 # - `underflow_fraction`: the share of the values that become exactly 0 (a fraction
@@ -301,7 +346,7 @@ import math
 
 import torch
 
-dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16}[params["dtype"]]
+dtype = getattr(torch, params["dtype"])
 grads = params["grads"]
 underflow_fraction = (torch.tensor(grads).to(dtype) == 0).float().mean().item()
 ceiling, peak = torch.finfo(dtype).max, max(abs(g) for g in grads)
@@ -317,8 +362,8 @@ underflow_fraction_scaled = (scaled.to(dtype) == 0).float().mean().item()
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("underflow_fraction", "underflow_fraction_scaled"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a Python number (use .item())"
-assert isinstance(max_log2_scale, int), "max_log2_scale is a power of two's exponent: an int"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a Python number (use .item())"
+assert isinstance(max_log2_scale, numbers.Integral), "max_log2_scale is a power of two's exponent: an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("w3-range", "check_numbers", globals())
@@ -333,6 +378,6 @@ judge("w3-range", "check_numbers", globals())
 # done with the same values, and what would it have cost?
 
 # %%
-variant_dtype = {"float16": torch.float16, "bfloat16": torch.bfloat16}[params["dtype"]]
+variant_dtype = getattr(torch, params["dtype"])
 number_line(params["grads"], params["dtype"], largest_safe_k(params["grads"], variant_dtype),
             f"Variant {VARIANT}: {params['dtype']}")

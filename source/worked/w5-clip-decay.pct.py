@@ -233,12 +233,13 @@ clipped_steps = [i for i, c in enumerate(clip_coefficients) if c < 1.0]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_clipping", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
-assert isinstance(clipped_steps, list) and all(isinstance(i, int) for i in clipped_steps), \
+assert isinstance(clipped_steps, list) and all(isinstance(i, numbers.Integral) for i in clipped_steps), \
     "clipped_steps should be a list of ints"
 assert isinstance(clip_coefficients, list) and len(clip_coefficients) == len(params["grad_norms"]), \
     "clip_coefficients should be a list with one number per step"
-assert all(isinstance(c, (int, float)) for c in clip_coefficients), \
+assert all(isinstance(c, numbers.Real) for c in clip_coefficients), \
     "clip_coefficients should hold Python numbers (use .item() on tensors)"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
@@ -263,7 +264,7 @@ half_life_steps = float(half_life_expr.subs(values))
 # %% nbgrader={"grade": true, "grade_id": "check_decay", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the numbers are checked when your notebook is graded.
 for name in ("decay_factor", "half_life_steps"):
-    assert isinstance(globals()[name], (int, float)), f"{name} should be a Python number"
+    assert isinstance(globals()[name], numbers.Real), f"{name} should be a Python number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("w5-clip-decay", "check_decay", globals())

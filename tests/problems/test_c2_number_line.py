@@ -136,3 +136,47 @@ def test_bad_answers_score_zero_without_raising(bad):
 def test_missing_answers_score_zero():
     result = PROBLEM.grade(PROBLEM.variants["B"], {})
     assert result.score == 0 and all("missing" in line for line in result.feedback)
+
+
+def test_the_four_format_number_line_matches_torch_finfo_and_the_fp8_paper():
+    """c2's side-by-side number line draws fp16, bf16, E5M2 and E4M3 where torch.finfo and the
+    sources put them: E5M2 57344, 2^-14, 2^-16 and E4M3 448, 2^-6, 2^-9 (Micikevicius et al. 2022,
+    Table 1); fp16 65504, 2^-14, 2^-24 (IEEE 754-2008); bf16 2^-126 and 2^-133."""
+    import math
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import nbformat
+    from matplotlib import pyplot as plt
+
+    from graders.problems.formats import format_limits
+    from tests.conftest import REPO
+    nb = nbformat.read(REPO / "source" / "concept" / "c2-number-line.ipynb", as_version=4)
+    cell = next(c.source for c in nb.cells if c.cell_type == "code" and "FORMAT_WINDOWS = {}" in c.source)
+    namespace = {}
+    exec(compile(cell, "c2-formats", "exec"), namespace)  # noqa: S102 - our own notebook
+    plt.close("all")
+    printed = {"fp16": (65504.0, -14, -24), "bf16": (None, -126, -133),
+               "E5M2 (float8_e5m2)": (57344.0, -14, -16), "E4M3 (float8_e4m3fn)": (448.0, -6, -9)}
+    dtypes = {"fp16": "float16", "bf16": "bfloat16", "E5M2 (float8_e5m2)": "float8_e5m2",
+              "E4M3 (float8_e4m3fn)": "float8_e4m3fn"}
+    windows = namespace["FORMAT_WINDOWS"]
+    assert list(windows) == list(printed)
+    for name, (largest, normal_exp, subnormal_exp) in printed.items():
+        floor, tiny, top = windows[name]
+        assert (floor, tiny) == (subnormal_exp, normal_exp)
+        if largest is not None:
+            assert top == math.log2(largest)
+        ours = format_limits(dtypes[name])
+        assert (math.log2(ours[2]), math.log2(ours[1]), math.log2(ours[0])) == (floor, tiny, top)
+    # the drawn bars are those windows, row by row: subnormal band then normal band
+    ax = namespace["format_figure"].axes[0]
+    bars = [patch for collection in ax.collections for patch in collection.get_paths()]
+    assert len(ax.collections) == 2 * len(windows)
+    for row, (floor, tiny, top) in enumerate(windows.values()):
+        sub, normal = ax.collections[2 * row], ax.collections[2 * row + 1]
+        sub_x = sub.get_paths()[0].vertices[:, 0]
+        normal_x = normal.get_paths()[0].vertices[:, 0]
+        assert (min(sub_x), max(sub_x)) == pytest.approx((floor, tiny))
+        assert (min(normal_x), max(normal_x)) == pytest.approx((tiny, top))
+    assert bars

@@ -172,3 +172,71 @@ def test_bad_answers_score_zero_without_raising(bad):
 def test_missing_answers_score_zero():
     result = PROBLEM.grade(PROBLEM.variants["C"], {})
     assert result.score == 0 and all("missing" in line for line in result.feedback)
+
+
+def test_a_variant_puts_a_product_on_the_round_to_infinity_edge():
+    """Some variant's scaled gradient lies in (65504, 65520): finite in fp16 (torch's own cast
+    rounds it down to 65504), so a test `> 65504` skips a step that GradScaler keeps."""
+    edges = []
+    for label, params in PROBLEM.variants.items():
+        scale = torch.full((), params["init_scale"])
+        tracker = torch.zeros((), dtype=torch.int32)
+        for step, peak in enumerate(params["grad_max"]):
+            product = float(torch.tensor([peak]) * float(scale))
+            if FP16_MAX < product < 65520.0:
+                held = torch.tensor([product]).to(torch.float16).item()
+                assert held == FP16_MAX
+                edges.append((label, step))
+            found_inf = t1.overflows(peak, float(scale))
+            torch._amp_update_scale_(scale, tracker, torch.full((), float(found_inf)),
+                                     params["growth_factor"], params["backoff_factor"],
+                                     params["growth_interval"])
+    assert edges, "no variant tests the edge between 65504 and 65520"
+    label, step = edges[0]
+    params = PROBLEM.variants[label]
+    assert step not in PROBLEM.solve(params)["skipped_steps"]
+    strict = t1.python_scaler(params["grad_max"], params["init_scale"], params["growth_factor"],
+                              params["backoff_factor"], params["growth_interval"], "ceiling-65504")
+    assert step in strict[0]
+    result = PROBLEM.grade(params, {**PROBLEM.solve(params), "skipped_steps": strict[0],
+                                    "final_scale": strict[1]})
+    assert result.score < result.max_score
+
+
+def test_the_scale_trajectory_figure_shows_gradscalers_run():
+    """The notebook's figure plots the scale GradScaler had in force at each step and marks
+    exactly the steps the reference (torch's own update op) skips."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import nbformat
+    from matplotlib import pyplot as plt
+
+    from tests.conftest import REPO
+    nb = nbformat.read(REPO / "source" / "theory" / "t1-range-before-speed.ipynb", as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code" and "nbgrader" not in c.metadata]
+    namespace = {}
+    for source in code:
+        exec(compile(source, "t1-example", "exec"), namespace)  # noqa: S102 - our own notebook
+        if "example_figure" in namespace:
+            break
+    plt.close("all")
+    example = namespace["example"]
+    settings = {k: example[k] for k in ("init_scale", "growth_factor", "backoff_factor", "growth_interval")}
+    reference_skipped, _ = t1.torch_scaler(example["grad_max"], settings["init_scale"],
+                                           settings["growth_factor"], settings["backoff_factor"],
+                                           settings["growth_interval"])
+    ax = namespace["example_figure"].axes[0]
+    marked = sorted(int(x) for x, _ in ax.collections[0].get_offsets())
+    assert marked == reference_skipped and marked
+    scales = [2.0 ** y for y in ax.lines[0].get_ydata()]
+    assert scales[0] == settings["init_scale"]
+    for step in range(1, len(scales)):       # GradScaler semantics, step by step
+        if step - 1 in reference_skipped:
+            assert scales[step] == scales[step - 1] * settings["backoff_factor"]
+        else:
+            assert scales[step] in (scales[step - 1], scales[step - 1] * settings["growth_factor"])
+    # for every variant too, the figure's scaler agrees with the reference
+    for params in PROBLEM.variants.values():
+        s = {k: params[k] for k in settings}
+        _, skipped = namespace["scale_history"](params["grad_max"], **s)
+        assert skipped == PROBLEM.solve(params)["skipped_steps"]

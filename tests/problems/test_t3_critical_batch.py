@@ -184,3 +184,16 @@ def test_missing_answers_and_wrong_lengths_score_zero():
     result = P.grade(q, {**right, "diminishing": [float(i) + 0.5 for i in right["diminishing"]]},
                      keys=["diminishing"])
     assert result.score == 0
+
+
+@pytest.mark.parametrize("label", "ABCD")
+def test_every_batch_an_answer_names_could_be_run(label):
+    """The batches the answers name are global batches a run could use: at least one device's batch,
+    and the candidates lie in the text's range of 0.5M to 4M tokens at 1,024 to 2,048 tokens each."""
+    q = P.variants[label]
+    r = P.solve(q)
+    for key in ("b_noise", "near_linear_limit", "overhead_batch", "deadline_batch"):
+        assert r[key] >= q["b_small"], (key, r[key])
+    if label == "D":
+        assert all(0.5e6 <= b * 2048 <= 4.2e6 for b in q["batches"])
+        assert r["overhead_batch"] * 1024 >= 0.25e6

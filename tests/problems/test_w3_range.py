@@ -10,7 +10,8 @@ from graders import problems
 from graders.problems import w3_range
 
 PROBLEM = problems.get("w3-range")
-TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16,
+         "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
 
 # --- (a) what the primary sources print ------------------------------------------------------
 # Micikevicius et al., Mixed Precision Training (ICLR 2018): §3.2 gives 65,504 as fp16's largest
@@ -24,6 +25,38 @@ PRINTED_LIMITS = {
     "fp16_min_normal": (6.10e-5, 5e-3),         # "~6.10e-5", three figures
     "bf16_min_normal": (1.18e-38, 5e-3),        # "1.18e-38", three figures
 }
+
+
+# Micikevicius et al. 2022, "FP8 Formats for Deep Learning", Table 1, as printed:
+# E4M3 max normal 448 (1.75 * 2^8), min normal 2^-6, min subnormal 2^-9;
+# E5M2 max normal 57,344 (1.75 * 2^15), min normal 2^-14, min subnormal 2^-16.
+PRINTED_FP8 = {"float8_e4m3fn": (448.0, 2.0 ** -6, 2.0 ** -9),
+               "float8_e5m2": (57344.0, 2.0 ** -14, 2.0 ** -16)}
+
+
+@pytest.mark.parametrize("dtype", sorted(PRINTED_FP8))
+def test_fp8_limits_match_the_fp8_paper_and_torch_finfo(dtype):
+    from graders.problems.formats import format_limits
+    largest, min_normal, min_subnormal = format_limits(dtype)
+    assert (largest, min_normal, min_subnormal) == PRINTED_FP8[dtype]
+    info = torch.finfo(TORCH[dtype])
+    assert (info.max, info.smallest_normal, info.tiny * info.eps) == (largest, min_normal, min_subnormal)
+    assert torch.tensor([min_subnormal]).to(TORCH[dtype]).item() == min_subnormal
+    assert torch.tensor([min_subnormal / 2]).to(TORCH[dtype]).item() == 0.0    # the tie goes to 0
+
+
+def test_fp8_variants_and_the_scale_ceiling_of_each_format():
+    """Two variants are FP8; max_log2_scale is taken against each format's own largest finite value."""
+    dtypes = {q["dtype"] for q in PROBLEM.variants.values()}
+    assert {"float8_e4m3fn", "float8_e5m2"} <= dtypes
+    for dtype, ceiling in (("float8_e4m3fn", 448.0), ("float8_e5m2", 57344.0), ("float16", 65504.0)):
+        k = PROBLEM.solve({"grads": [1.0, -1e-3], "dtype": dtype})["max_log2_scale"]
+        assert 2.0 ** k <= ceiling < 2.0 ** (k + 1)
+    # torch 2.13 saturates e4m3fn casts (no infinities) and rounds e5m2 past the top to inf
+    assert torch.tensor([1e6, float("inf")]).to(torch.float8_e4m3fn).tolist() == [448.0, 448.0]
+    assert w3_range.cast(1e6, "float8_e4m3fn") == 448.0
+    assert math.isinf(torch.tensor([61440.0]).to(torch.float8_e5m2).item())
+    assert math.isinf(w3_range.cast(61440.0, "float8_e5m2")) and w3_range.cast(61439.0, "float8_e5m2") == 57344.0
 
 
 @pytest.mark.parametrize("key", sorted(PRINTED_LIMITS))
