@@ -8,6 +8,7 @@
   chapter site [--out DIR] [--only ID ...]  render solutions/ as a static site (default: site/)
   chapter autograde ASSIGNMENT [--scheduler ADDRESS]   grade every submission, sandboxed
   chapter demo                        a small class through the exchange, graded, with feedback
+  chapter cards [CHAPTER] [--out DIR]  each chapter's flashcards as an Anki deck and a CSV (default: decks/)
 """
 from __future__ import annotations
 
@@ -31,11 +32,18 @@ def existing(root, chapter, reports) -> set[str]:
     return started
 
 
+def chosen_chapters(root, wanted):
+    """Every chapter, or the one named; an empty list (with a message) when it is unknown."""
+    chapters = [c for c in contract.load_chapters(root) if not wanted or c.id == wanted]
+    if not chapters:
+        print(f"no chapter {wanted!r}", file=sys.stderr)
+    return chapters
+
+
 def cmd_status(args) -> int:
     root = contract.course_root()
-    chapters = [c for c in contract.load_chapters(root) if not args.chapter or c.id == args.chapter]
+    chapters = chosen_chapters(root, args.chapter)
     if not chapters:
-        print(f"no chapter {args.chapter!r}", file=sys.stderr)
         return 2
     records = [chapter_status(root, c) for c in chapters]
     if args.json:
@@ -146,6 +154,21 @@ def cmd_autograde(args) -> int:
     return 1 if report.failed else 0
 
 
+def cmd_cards(args) -> int:
+    from pathlib import Path
+
+    from .cards import export_chapter
+    root = contract.course_root()
+    chapters = chosen_chapters(root, args.chapter)
+    if not chapters:
+        return 2
+    out = Path(args.out).resolve() if args.out else root / "decks"
+    for chapter in chapters:
+        apkg, table, count = export_chapter(chapter, out)
+        print(f"{chapter.id}: {count} cards -> {apkg} and {table}")
+    return 0
+
+
 def main(argv=None) -> int:
     # nbgrader runs `alembic` by name when it creates a gradebook: find the one beside this Python
     bin_dir = os.path.dirname(sys.executable)
@@ -192,6 +215,10 @@ def main(argv=None) -> int:
     p.set_defaults(func=cmd_autograde)
     p = sub.add_parser("demo", help="release, fetch, submit, collect, autograde and report a small class")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("cards", help="write each chapter's flashcards as an Anki deck (.apkg) and a CSV")
+    p.add_argument("chapter", nargs="?")
+    p.add_argument("--out", metavar="DIR", help="where to write them (default: decks/ in the course)")
+    p.set_defaults(func=cmd_cards)
     args = parser.parse_args(argv)
     return args.func(args)
 
