@@ -9,6 +9,7 @@
   chapter autograde ASSIGNMENT [--scheduler ADDRESS]   grade every submission, sandboxed
   chapter report ASSIGNMENT [--out DIR]   what the class got wrong: HTML, CSV and a summary
   chapter demo                        a small class through the exchange, graded, with feedback
+  chapter cards [CHAPTER] [--out DIR]  each chapter's flashcards as an Anki deck and a CSV (default: decks/)
 """
 from __future__ import annotations
 
@@ -32,11 +33,18 @@ def existing(root, chapter, reports) -> set[str]:
     return started
 
 
+def chosen_chapters(root, wanted):
+    """Every chapter, or the one named; an empty list (with a message) when it is unknown."""
+    chapters = [c for c in contract.load_chapters(root) if not wanted or c.id == wanted]
+    if not chapters:
+        print(f"no chapter {wanted!r}", file=sys.stderr)
+    return chapters
+
+
 def cmd_status(args) -> int:
     root = contract.course_root(args.course)
-    chapters = [c for c in contract.load_chapters(root) if not args.chapter or c.id == args.chapter]
+    chapters = chosen_chapters(root, args.chapter)
     if not chapters:
-        print(f"no chapter {args.chapter!r}", file=sys.stderr)
         return 2
     records = [chapter_status(root, c) for c in chapters]
     if args.json:
@@ -171,6 +179,18 @@ def cmd_report(args) -> int:
     written = build_report(root, args.assignment, out=Path(args.out).resolve() if args.out else None)
     print(written.text)
     print(f"\nreport: {written.html}\nCSV: {written.checks_csv} {written.mistakes_csv}")
+def cmd_cards(args) -> int:
+    from pathlib import Path
+
+    from .cards import export_chapter
+    root = contract.course_root(args.course)
+    chapters = chosen_chapters(root, args.chapter)
+    if not chapters:
+        return 2
+    out = Path(args.out).resolve() if args.out else root / "decks"
+    for chapter in chapters:
+        apkg, table, count = export_chapter(chapter, out)
+        print(f"{chapter.id}: {count} cards -> {apkg} and {table}")
     return 0
 
 
@@ -233,6 +253,10 @@ def main(argv=None) -> int:
     for command in sub.choices.values():   # every command works on one course: contract.course_root
         command.add_argument("--course", metavar="DIR", help="the course directory (default: the folder at "
                              "or above this one holding nbgrader_config.py and chapters.toml, else $CHAPTER_ROOT)")
+    p = sub.add_parser("cards", help="write each chapter's flashcards as an Anki deck (.apkg) and a CSV")
+    p.add_argument("chapter", nargs="?")
+    p.add_argument("--out", metavar="DIR", help="where to write them (default: decks/ in the course)")
+    p.set_defaults(func=cmd_cards)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -54,6 +54,14 @@ def course_root(explicit: str | os.PathLike | None = None, start: Path | None = 
 
 
 @dataclass(frozen=True)
+class Concept:
+    """One numbered concept of a chapter's page: its name, one-line summary and the items teaching it."""
+    name: str
+    summary: str = ""
+    items: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Chapter:
     id: str
     title: str
@@ -61,6 +69,8 @@ class Chapter:
     state: str
     strands: dict[str, tuple[str, ...]]   # strand -> ("assignment/notebook", ...)
     concepts: tuple[str, ...] = ()        # what the chapter covers, as its page lists it
+    subtitle: str = ""                    # the page's one-line subtitle
+    concept_notes: tuple[Concept, ...] = ()   # the concepts with their summaries and items
 
     @property
     def notebooks(self) -> list[str]:
@@ -74,8 +84,13 @@ def load_chapters(root: Path | None = None) -> list[Chapter]:
         if entry.get("state") not in ("draft", "published"):
             raise ValueError(f"chapter {entry.get('id')}: state must be draft or published")
         strands = {s: tuple(entry.get("strands", {}).get(s, ())) for s in STRANDS}
+        notes = tuple(Concept(c["name"], c.get("summary", ""), tuple(c.get("items", ())))
+                      for c in entry.get("concept", ()))
+        names = tuple(c.name for c in notes) or tuple(entry.get("concepts", ()))
+        if notes and entry.get("concepts"):
+            raise ValueError(f"chapter {entry['id']}: list its concepts once, as `concepts` or as [[chapter.concept]]")
         chapters.append(Chapter(entry["id"], entry["title"], entry["maturity"], entry["state"], strands,
-                                tuple(entry.get("concepts", ()))))
+                                names, entry.get("subtitle", ""), notes))
     return chapters
 
 

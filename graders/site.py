@@ -22,7 +22,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .contract import STRANDS, load_chapters, load_contracts
+from .cards import slug
+from .contract import STRANDS, Concept, load_chapters, load_contracts
 from .variants import LABELS, student_for
 
 CELL_TIMEOUT = 120  # seconds; a solution that takes longer is a bug in the solution
@@ -175,5 +176,64 @@ def render_site(root: Path, out_dir: Path, items: list[str] | None = None,
             blurb = html.escape(contracts.get("strands", {}).get(strand, ""))
             parts.append(f'<h2 id="{strand}">{strand}</h2><p>{blurb}</p><table>{"".join(rows)}</table>')
         sections.append("".join(parts))
+    sections = [f'<p><a href="module/{slug(c.id)}.html">{html.escape(c.id)} page</a></p>' + text
+                for c, text in zip(chapters, sections)]
     (out_dir / "index.html").write_text(_page("Solutions", "<hr>".join(sections)))
+    write_module_pages(root, out_dir, chapters)
     return problems
+
+
+MODULE_STYLE = """
+.subtitle { font-size: 1.15rem; color: #444; margin-top: -.5rem; }
+.counts { display: flex; gap: 2.5rem; margin: 1.5rem 0; }
+.counts div { font-size: .95rem; color: #555; }
+.counts b { display: block; font-size: 2rem; color: #1d1d1f; }
+ol.concepts { list-style: none; padding: 0; }
+ol.concepts li { margin: 0 0 1.1rem; }
+ol.concepts .number { font-variant-numeric: tabular-nums; color: #888; margin-right: .6rem; }
+ol.concepts .items { font-size: .9rem; }
+"""
+
+
+def module_page(chapter, counts: dict, item_links: dict[str, str], deck: str | None = None) -> str:
+    """A chapter's (or module's) page, like the seed's: title, subtitle, its three counts, and the
+    numbered concepts, each with its one-line summary and links to the items that teach it.
+
+    `counts` is `cards.content_counts(...)`; `item_links` maps an item id to its page (relative),
+    items without one are named unlinked.
+    """
+    reading = counts["reading"]
+    figures = [(counts["concepts"], "concepts"), (counts["cards"], "flashcards"),
+               (reading["minutes"], "minutes of reading")]
+    parts = [f"<h1>{html.escape(chapter.title)}</h1>",
+             f'<p class="subtitle">{html.escape(chapter.subtitle)}</p>' if chapter.subtitle else "",
+             '<div class="counts">' + "".join(f'<div class="count"><b>{n}</b>{label}</div>' for n, label in figures)
+             + "</div>",
+             f'<p class="rate">Reading time: {reading["words"]:,} words of notebook prose at '
+             f'{reading["words_per_minute"]} words a minute.</p>']
+    if deck:
+        parts.append(f'<p><a href="{html.escape(deck)}">the flashcards as an Anki deck</a></p>')
+    notes = chapter.concept_notes or tuple(Concept(name) for name in chapter.concepts)
+    rows = []
+    for number, concept in enumerate(notes, 1):
+        links = [f'<a href="{html.escape(item_links[i])}">{html.escape(i)}</a>' if i in item_links
+                 else f'<span class="missing">{html.escape(i)}</span>' for i in concept.items]
+        rows.append(f'<li class="concept"><span class="number">{number:02d}</span>'
+                    f'<strong>{html.escape(concept.name)}</strong> '
+                    f'<span class="summary">{html.escape(concept.summary)}</span>'
+                    + (f'<div class="items">items: {" · ".join(links)}</div>' if links else "") + "</li>")
+    parts.append(f'<ol class="concepts">{"".join(rows)}</ol>')
+    title = f"{chapter.id} {chapter.title}"
+    return _page(title, "".join(parts), up="../").replace("</style>", MODULE_STYLE + "</style>", 1)
+
+
+def write_module_pages(root: Path, out_dir: Path, chapters) -> None:
+    """`module/<chapter>.html` for every chapter, with its Anki deck beside it in `cards/`."""
+    from .cards import content_counts, export_chapter
+    where = {nb.split("/")[-1]: nb for chapter in chapters for nb in chapter.notebooks}
+    links = {item: f"../{nb}/index.html" for item, nb in where.items() if (out_dir / nb / "index.html").exists()}
+    (out_dir / "module").mkdir(exist_ok=True)
+    for chapter in chapters:
+        apkg, _, _ = export_chapter(chapter, out_dir / "cards")
+        page = module_page(chapter, content_counts(root, chapter), links, deck=f"../cards/{apkg.name}")
+        (out_dir / "module" / f"{slug(chapter.id)}.html").write_text(page)

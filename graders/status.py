@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import problems
+from .cards import content_counts
 from .contract import STRANDS, Chapter, load_contracts
 from .gate import ItemReport, verdicts
 from .variants import LABELS
@@ -46,6 +47,7 @@ def chapter_status(root: Path, chapter: Chapter, reports: dict[str, ItemReport] 
         "variants": {"have": variant_have, "owed": owed["variants"]},
         "exercises": {"have": exercises_have, "owed": owed["exercises"]},
         "owes": owes,
+        **content_counts(root, chapter),
     }
 
 
@@ -72,4 +74,9 @@ def render(status: dict, root: Path) -> str:
     w, v, e = status["worked"], status["variants"], status["exercises"]
     out.append(f"  worked problems {w['have']}/{w['owed']} problems · {v['have']}/{v['owed']} variants · "
                f"{e['have']}/{e['owed']} exercises · owes {status['owes']} more")
+    if "reading" in status:
+        reading = status["reading"]
+        out.append(f"  {status['concepts']} concepts · {status['cards']} flashcards · "
+                   f"{reading['minutes']} minutes of reading ({reading['words']:,} words at "
+                   f"{reading['words_per_minute']} words a minute)")
     return "\n".join(out)

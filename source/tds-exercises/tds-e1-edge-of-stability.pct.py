@@ -1,0 +1,115 @@
+# %% [markdown]
+# # tds-e1-edge-of-stability · Past 2/η: which directions blow up, and how fast
+#
+# *Module TDS Training Dynamics & Scaling · mathematics · exercise 1 of 2*
+#
+# Cohen et al. (ICLR 2021) found that full-batch gradient descent on real networks drives the
+# sharpness (tds-b1) up until it reaches $2/\eta$, the **stability threshold**, and then hovers
+# there while the loss keeps falling, non-monotonically. To read their plots you need the
+# quadratic model exactly. Take $L(x) = \tfrac12\sum_i a_i x_i^2$ (any quadratic is one, in the
+# eigenvectors of its Hessian). Gradient descent updates each coordinate on its own:
+#
+# $$x_i \leftarrow x_i - \eta a_i x_i = (1 - \eta a_i)\, x_i .$$
+#
+# So after $t$ steps $x_i(t) = (1 - \eta a_i)^t x_i(0)$. A direction grows when
+# $|1 - \eta a_i| > 1$; since $\eta a_i > 0$ that means $\eta a_i > 2$, and the multiplier is then
+# below $-1$: the coordinate flips sign every step as it grows. The largest curvature, the
+# sharpness $S$, is the first to cross, so the run is stable exactly while $\eta < 2/S$.
+#
+# How fast does an unstable run blow up? The fastest direction grows by $|1 - \eta S|$ per step,
+# so it has grown by a factor $g$ after the first $t$ with $|1 - \eta S|^t \ge g$, that is
+# $t = \lceil \ln g / \ln|1 - \eta S| \rceil$ steps. Just past the threshold, $|1 - \eta S|$ is just
+# above 1 and the blow-up is slow, which is why an edge-of-stability run can hover instead of
+# exploding: a little growth along the top direction is enough for the network to reduce its own
+# sharpness (Cohen et al. §3; II.8's t4-warmup-and-wsd links this to warmup).
+
+# %% [markdown]
+# ## Worked example (not your variant)
+
+# %%
+import math
+
+import sympy
+
+ex_a, ex_lr = [30.0, 18.0, 4.0], 0.1
+ex_m = [1 - ex_lr * a for a in ex_a]
+print("threshold rate 2/S:", 2 / max(ex_a))
+print("multipliers       :", ex_m)
+print("growing directions:", [i for i, m in enumerate(ex_m) if abs(m) > 1])
+print("steps to grow 100x:", math.ceil(math.log(100) / math.log(max(abs(m) for m in ex_m))))
+
+# %% [markdown]
+# Direction 1 has multiplier $-0.8$: it oscillates but shrinks. Only direction 0 ($-2$) grows.
+
+# %% [markdown]
+# ## Your variant
+#
+# Run the next cell. It works out which variant you are graded on from your student id. On
+# JupyterHub that is your hub user name; on your own machine start Jupyter with
+# `JUPYTERHUB_USER=<your course id> jupyter lab`. Editing this cell does not change what you are
+# graded on.
+
+# %% nbgrader={"grade": false, "grade_id": "setup", "locked": true, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import getpass
+import hashlib
+import os
+
+VARIANTS = {'A': {'curvatures': [250.0, 120.0, 30.0, 5.0], 'lr': 0.01, 'growth': 1000.0},
+ 'B': {'curvatures': [45.0, 41.0, 12.0, 0.5], 'lr': 0.05, 'growth': 100.0},
+ 'C': {'curvatures': [640.0, 420.0, 380.0, 90.0], 'lr': 0.005, 'growth': 1000000.0},
+ 'D': {'curvatures': [22.0, 15.0, 9.0, 2.0], 'lr': 0.1, 'growth': 10.0}}
+STUDENT = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
+VARIANT = "ABCD"[int.from_bytes(hashlib.sha256(f"tds-exercises:{STUDENT}".encode()).digest()[:8], "big") % 4]
+params = VARIANTS[VARIANT]
+print(f"Student {STUDENT}: variant {VARIANT}: {params}")
+
+# %% [markdown]
+# ### Derive it
+#
+# With `eta, S = sympy.symbols("eta S", positive=True)`, give
+# - `multiplier_expr`: the factor by which gradient descent multiplies the top direction per step, in `eta` and `S`;
+# - `threshold_expr`: the largest rate at which it converges, in `S`.
+
+# %% nbgrader={"grade": false, "grade_id": "answer_expressions", "locked": false, "schema_version": 3, "solution": true, "task": false}
+### BEGIN SOLUTION
+eta, S = sympy.symbols("eta S", positive=True)
+multiplier_expr = 1 - eta * S
+threshold_expr = 2 / S
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "check_expressions", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+# Form only: the values are checked when your notebook is graded.
+for _name in ("multiplier_expr", "threshold_expr"):
+    assert isinstance(globals()[_name], sympy.Basic), f"{_name} should be a sympy expression"
+### BEGIN HIDDEN TESTS
+from graders.notebook import judge
+judge("tds-e1-edge-of-stability", "check_expressions", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Compute it
+#
+# For your variant's `curvatures`, `lr` and `growth`:
+# - `threshold_lr`: the largest rate at which gradient descent converges on this quadratic (a float);
+# - `multipliers`: $1 - \eta a_i$ for each direction (a list of floats);
+# - `unstable`: the 0-based indices of the directions that grow (a list of ints);
+# - `steps_to_grow`: the fewest steps after which the fastest-growing direction has grown by at least `growth` (an int).
+
+# %% nbgrader={"grade": false, "grade_id": "answer_numbers", "locked": false, "schema_version": 3, "solution": true, "task": false}
+### BEGIN SOLUTION
+threshold_lr = 2 / max(params["curvatures"])
+multipliers = [1 - params["lr"] * a for a in params["curvatures"]]
+unstable = [i for i, m in enumerate(multipliers) if abs(m) > 1]
+steps_to_grow = math.ceil(math.log(params["growth"]) / math.log(max(abs(m) for m in multipliers)))
+### END SOLUTION
+
+# %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+# Form only: the values are checked when your notebook is graded.
+assert isinstance(threshold_lr, (int, float)), "threshold_lr should be a Python number"
+assert isinstance(multipliers, list) and len(multipliers) == len(params["curvatures"]), "one multiplier per direction"
+assert isinstance(unstable, list) and all(isinstance(i, int) for i in unstable), "unstable holds ints"
+assert isinstance(steps_to_grow, int), "steps_to_grow is a count of steps: an int"
+### BEGIN HIDDEN TESTS
+from graders.notebook import judge
+judge("tds-e1-edge-of-stability", "check_numbers", globals())
+### END HIDDEN TESTS
