@@ -171,6 +171,9 @@ def cmd_serve(args) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: service.stop())
     service.run()
+    return 0
+
+
 def cmd_report(args) -> int:
     from pathlib import Path
 
@@ -179,6 +182,9 @@ def cmd_report(args) -> int:
     written = build_report(root, args.assignment, out=Path(args.out).resolve() if args.out else None)
     print(written.text)
     print(f"\nreport: {written.html}\nCSV: {written.checks_csv} {written.mistakes_csv}")
+    return 0
+
+
 def cmd_cards(args) -> int:
     from pathlib import Path
 
