@@ -1182,6 +1182,7 @@ class Emitter:
 
 
 def _alarm(signum, frame):
+    _disarm()   # one interrupt per cell: the other timer must not give a cell that swallowed it a second one
     raise CellTimeout("the cell ran past its time limit")
 
 

@@ -33,8 +33,9 @@ needs_isolation = pytest.mark.skipif(not namespaces_permitted() or "error" in PL
                                      reason="namespaces or control groups are not available here")
 pytestmark = needs_isolation
 
-# Tight enough that a starved notebook would miss them if time were counted on the wall clock.
-LIMITS = Limits(cell_seconds=6, notebook_seconds=20, memory_bytes=1 << 30, processes=128,
+# A cell limit of 2 s: the honest notebook's heaviest cell needs well under 1 s of CPU, but a
+# starved one would miss it if time were counted on the wall clock; the backstop is 20 s.
+LIMITS = Limits(cell_seconds=2, notebook_seconds=20, wall_factor=10, memory_bytes=1 << 30, processes=128,
                 file_bytes=512 << 20, tmp_bytes=1 << 30)
 
 CPU_HOG = cpu_hog(60)
