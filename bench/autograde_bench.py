@@ -18,6 +18,13 @@ included). The script prints the throughput of each and their ratio, and
 checks that both give identical scores on every honest submission (all but
 "broken", which plain nbgrader refuses as a whole).
 
+Then, in this process, a sample of the class is graded once more, one notebook at a
+time, through the engine's own steps, and each notebook's time is broken down:
+reading and preparing it (trusted), the fork and control group, namespaces and
+root, uid + rlimits + seccomp, IPython start, the cells themselves, moving the
+answers, tear-down, and the trusted comparison. Timestamps come from the monitor
+(CLOCK_MONOTONIC is one clock for every process of the machine).
+
 It is not part of the test suite: plain nbgrader takes minutes.
 """
 from __future__ import annotations
@@ -122,6 +129,75 @@ def timed(args: list[str], cwd: Path) -> tuple[float, float]:
     return elapsed, cpu
 
 
+STAGES = ("prepare (trusted)", "fork + control group", "namespaces and root", "uid, rlimits, seccomp",
+          "IPython start", "cells", "moving the answers", "tear-down", "trusted comparison")
+
+
+def breakdown(course: Path, assignment: str, sample: int) -> dict:
+    """Median seconds per stage over `sample` notebooks graded one at a time in this process."""
+    import statistics
+
+    from graders import autograde as ag
+    from graders.sandbox import Zygote, run_job
+    config = ag.load_config(course)
+    loaded = ag.load_course(course, assignment, config)
+    limits = ag.limits_from(config)
+    students = ag.discover(loaded)
+    rows = []
+    with Zygote(secrets=[course]) as zygote:
+        for student in students:
+            for name, instructor in loaded.notebooks.items():
+                if len(rows) >= sample:
+                    break
+                path = loaded.submission_dir(student) / f"{name}.ipynb"
+                t0 = time.monotonic()
+                try:
+                    nb = ag.read_submission(path)
+                    nb, _ = ag.sanitize(nb, instructor, assignment, student, loaded.begin_hidden, loaded.end_hidden)
+                    job, tests = ag.build_job(loaded, instructor, nb, student)
+                except Exception:  # noqa: BLE001 - a broken submission: nothing to time
+                    continue
+                t1 = time.monotonic()
+                run = run_job(zygote.socket_path, job, limits)
+                t2 = time.monotonic()
+                out = ag.NotebookResult(name)
+                ag.grade_cells(loaded, instructor, nb, student, run, tests, out)
+                t3 = time.monotonic()
+                u, cells = run.usage, [c for c in run.cells.values() if isinstance(c.get("started_at"), float)]
+                if not cells or "isolated_at" not in u:
+                    continue
+                first = min(c["started_at"] for c in cells)
+                last = max(c["started_at"] + c.get("seconds", 0) + c.get("answer_seconds", 0) for c in cells)
+                answers = sum(c.get("answer_seconds", 0) for c in cells)
+                rows.append({
+                    "prepare (trusted)": t1 - t0,
+                    "fork + control group": u["sandbox_at"] - u["fork_at"],
+                    "namespaces and root": u["root_at"] - u["sandbox_at"],
+                    "uid, rlimits, seccomp": u["isolated_at"] - u["root_at"],
+                    "IPython start": first - u["isolated_at"],
+                    "cells": sum(c.get("seconds", 0) for c in cells),
+                    "moving the answers": answers + max(0.0, t2 - u["end_at"]),
+                    "tear-down": u["end_at"] - last,
+                    "trusted comparison": t3 - t2,
+                    "total": t3 - t0,
+                    "memory_peak": u.get("memory_peak") or 0,
+                })
+    if not rows:
+        return {}
+    return {key: statistics.median(r[key] for r in rows) for key in rows[0]} | {"notebooks": len(rows)}
+
+
+def print_breakdown(stages: dict) -> None:
+    if not stages:
+        print("breakdown: no notebook could be timed")
+        return
+    print(f"per-notebook breakdown (median of {stages['notebooks']} notebooks, graded one at a time):")
+    for key in STAGES:
+        print(f"   {key:<24} {stages[key] * 1000:8.1f} ms  {100 * stages[key] / stages['total']:5.1f} %")
+    print(f"   {'total':<24} {stages['total'] * 1000:8.1f} ms   (peak memory of a sandbox's control group: "
+          f"{stages['memory_peak'] / (1 << 20):.0f} MiB)")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=40)
@@ -129,6 +205,7 @@ def main(argv=None) -> int:
     parser.add_argument("--notebooks", type=int, default=5)
     parser.add_argument("--workers", type=int, help="for chapter autograde (default: every core)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch courses")
+    parser.add_argument("--sample", type=int, default=20, help="notebooks in the time breakdown")
     args = parser.parse_args(argv)
     bin_dir = Path(sys.executable).parent
     names = pick_notebooks(args.assignment, args.notebooks)
@@ -167,6 +244,7 @@ def main(argv=None) -> int:
               f"{args.students / t_ours:6.3f} students/s   CPU {cpu_ours:7.1f} s")
         print(f"speed-up: {t_plain / t_ours:.1f}x wall clock ({cpu_plain / cpu_ours:.1f}x less CPU time) "
               f"on {os.cpu_count()} cores")
+        print_breakdown(breakdown(scratch / "base", args.assignment, args.sample))
         digest = hashlib.sha256(repr(sorted(got_ours.items())).encode()).hexdigest()[:12]
         if mismatches:
             print(f"MISMATCH on {len(mismatches)} of {compared} honest notebooks:")

@@ -543,8 +543,9 @@ class SubmissionResult:
 def task_seconds(course: Course, limits: Limits) -> float:
     """How long one submission's grading may take in all: every notebook's run and its grading."""
     cells = sum(len(nb.autograded_tests) for nb in course.notebooks.values())
-    return (len(course.notebooks) * (float(limits.notebook_seconds) + 30.0)
-            + cells * GRADE_SECONDS + 60.0)
+    # a notebook's limit counts its own CPU time; the wall clock may run wall_factor times longer
+    wall = float(limits.notebook_seconds) * max(1.0, float(getattr(limits, "wall_factor", 1.0)))
+    return len(course.notebooks) * (wall + 30.0) + cells * GRADE_SECONDS + 60.0
 
 
 def warm_references(course: Course, student: str) -> None:
@@ -1275,21 +1276,33 @@ class Report:
         return "\n".join(lines)
 
     def layers_in_effect(self) -> str:
-        """The isolation one sandbox reported (the monitor's view, then the sandbox's own)."""
+        """Every isolation layer one sandbox had in force, from the monitor's trusted account
+        (namespaces, uid, seccomp, control group, rlimits), and those that were not."""
         for result in self.results.values():
             for nb in result.notebooks:
                 monitor, sandbox = nb.layers.get("monitor") or {}, nb.layers.get("sandbox") or {}
-                if not sandbox:
+                if not monitor and not sandbox:
                     continue
+                layers = {**sandbox, **monitor}   # the monitor's copy wins: it was sent before student code
                 names = [name.replace("_", " ") for name in
                          ("pid_namespace", "mount_namespace", "network_namespace", "ipc_namespace",
-                          "uts_namespace", "pivot_root", "read_only_root", "no_new_privs", "rlimits")
-                         if (monitor.get(name) or sandbox.get(name)) is True]
-                uid = sandbox.get("uid")
-                if isinstance(uid, int):
+                          "uts_namespace", "pivot_root", "read_only_root", "no_new_privs")
+                         if layers.get(name) is True]
+                uid = layers.get("uid")
+                if isinstance(uid, int) and not isinstance(uid, bool):
                     names.append(f"uid {uid}" + (" (root!)" if uid == 0 else ""))
-                if monitor.get("subreaper"):
+                if layers.get("seccomp") is True:
+                    names.append("seccomp allowlist")
+                group = layers.get("control_group")
+                if group:
+                    names.append(f"control group ({group})" if isinstance(group, str) else "control group")
+                if layers.get("rlimits") is True:
+                    names.append("rlimits")
+                if layers.get("subreaper"):
                     names.append("subreaper sweep")
+                missing = sorted(key[:-len("_error")].replace("_", " ") for key in layers if key.endswith("_error"))
+                if missing:
+                    names.append("NOT in force (degraded mode): " + ", ".join(missing))
                 return ", ".join(names)
         return ""
 
@@ -1318,15 +1331,27 @@ def _grade_task(request):
 
 def isolation_warnings(zygote: Zygote) -> list[str]:
     probe = zygote.isolation
+    warnings = []
+    degraded = getattr(zygote, "allow_degraded", False)
+    for layer, what in (("seccomp", "the seccomp allowlist"), ("control_group", "the per-notebook control group")):
+        if layer in probe and not probe[layer]:
+            why = probe.get(f"{layer}_error") or probe.get(f"{layer}_detail") or "unknown"
+            warnings.append(f"{what} cannot be applied here ({why}): " +
+                            ("notebooks run without it (degraded mode)" if degraded else
+                             "every notebook will be reported NOT GRADED; chapter autograde --allow-degraded "
+                             "runs them without it"))
     if probe.get("namespaces"):
-        return []
+        return warnings
     text = (f"namespaces are not available here ({probe.get('reason', 'unknown')}): student code runs "
             "WITHOUT filesystem, network and PID isolation; only rlimits, a private session, a private "
             "working directory and process sweeping apply")
     if os.geteuid() == 0 and not zygote.python_world_readable:
         text += ", and it keeps root's uid, since the Python installation is not readable by an " \
                 "unprivileged user"
-    return [text + ". Run as root where unshare is permitted for full isolation."]
+    if not degraded:
+        text += " -- but degraded mode is off, so every notebook will be reported NOT GRADED " \
+                "(chapter autograde --allow-degraded runs them anyway)"
+    return warnings + [text + ". Run as root where unshare is permitted for full isolation."]
 
 
 def default_workers() -> int:
@@ -1420,7 +1445,8 @@ def autograde(root, assignment: str, **options) -> Report:
 
 def _autograde(root, assignment: str, workers: int | None = None, limits: Limits | None = None,
                force: bool = False, progress: bool = True, isolate: bool = True, zygote: Zygote | None = None,
-               students: list | None = None, out=sys.stdout, scheduler: str | None = None) -> Report:
+               students: list | None = None, out=sys.stdout, scheduler: str | None = None,
+               allow_degraded: bool = False) -> Report:
     started = time.monotonic()
     root = Path(root).resolve()
     config = load_config(root)
@@ -1459,13 +1485,13 @@ def _autograde(root, assignment: str, workers: int | None = None, limits: Limits
         bar = _progress(len(everyone), report.reused, assignment, progress)
         try:
             grade_on_cluster(scheduler, course, limits, todo, keys, journal, late.plugin_inst, report, bar,
-                             isolate=isolate)
+                             isolate=isolate, allow_degraded=allow_degraded)
         finally:
             bar.close()
     elif todo:
         own_zygote = zygote is None
         if own_zygote:
-            zygote = Zygote(isolate=isolate, secrets=[root]).start()
+            zygote = Zygote(isolate=isolate, secrets=[root], allow_degraded=allow_degraded).start()
         from . import problems
         problems.ids()   # import every problem while the zygote warms up: the workers inherit them
         try:

@@ -151,7 +151,8 @@ def cmd_autograde(args) -> int:
     limits = limits_from(load_config(root), cell_seconds=args.cell_timeout,
                          notebook_seconds=args.notebook_timeout)
     report = autograde(root, args.assignment, workers=args.workers, limits=limits, force=args.force,
-                       progress=not args.no_progress, isolate=not args.no_isolation, scheduler=args.scheduler)
+                       progress=not args.no_progress, isolate=not args.no_isolation, scheduler=args.scheduler,
+                       allow_degraded=args.allow_degraded)
     return 1 if report.failed else 0
 
 
@@ -242,6 +243,10 @@ def main(argv=None) -> int:
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--no-isolation", action="store_true",
                    help="skip namespaces (debugging only: student code can then see the course)")
+    p.add_argument("--allow-degraded", action="store_true",
+                   help="grade a notebook even where an isolation layer (namespaces, uid drop, seccomp, "
+                        "control group, rlimits) cannot be applied, instead of reporting it NOT GRADED; "
+                        "the summary lists the layers that were not in force")
     p.set_defaults(func=cmd_autograde)
     p = sub.add_parser("serve", help="grade each submission as it arrives in the exchange, and release "
                                      "its feedback")

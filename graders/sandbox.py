@@ -27,6 +27,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "sandbox_worker.py"
 TRANSPORT = HERE / "transport.py"
+SECCOMP = HERE / "seccomp.py"
+CGROUPS = HERE / "cgroups.py"
 PRELOAD = ("numpy", "sympy", "torch", "matplotlib", "matplotlib.pyplot", "IPython")
 UID_BASE = 2_100_000_000   # sandbox uids: one per concurrent notebook, owning nothing on the host
 # uids are leased machine-wide (flock on one file per uid), since several graders may run at once
@@ -39,8 +41,12 @@ class Limits:
     """What one notebook may use inside the sandbox."""
     cell_seconds: float = 60.0          # per cell (nbgrader's Execute.timeout): the cell is interrupted
     notebook_seconds: float = 300.0     # per notebook: the whole sandbox is killed
-    memory_bytes: int = 3 << 30         # address space on top of the preloaded libraries (RLIMIT_AS)
-    processes: int = 64                 # processes and threads of the sandbox uid (RLIMIT_NPROC)
+    memory_bytes: int = 3 << 30         # the notebook's memory, all its processes and tmpfs together (its
+                                        # control group); also each process's address space on top of
+                                        # the preloaded libraries (RLIMIT_AS)
+    processes: int = 64                 # processes and threads: its control group's pids.max, RLIMIT_NPROC
+    wall_factor: float = 3.0            # cell and notebook limits count CPU time; the wall clock stops a
+                                        # run at this multiple of them (a sleeping or starved notebook)
     file_bytes: int = 64 << 20          # largest file it may write (RLIMIT_FSIZE)
     tmp_bytes: int = 128 << 20          # size of each private tmpfs (/tmp, /work, /dev/shm)
     output_bytes: int = 16 << 20        # everything it may send back
@@ -52,7 +58,8 @@ class Limits:
 
 
 class SandboxUnavailable(RuntimeError):
-    """The zygote is not running or refused the job: an infrastructure fault, not the student's."""
+    """The zygote is not running, refused the job, or could not isolate the notebook (a layer
+    failed, so no student code ran): an infrastructure fault, not the student's."""
 
 
 @dataclass
@@ -66,6 +73,7 @@ class Run:
     layers: dict = field(default_factory=dict)           # reported by the sandbox before student code
     cells: dict = field(default_factory=dict)            # index -> cell message
     begun: list = field(default_factory=list)            # indices in the order they started
+    usage: dict = field(default_factory=dict)            # trusted: the control group's account, timestamps
     done: bool = False                                   # the monitor reported the end
     finished: bool = False                               # the sandbox said it ran every cell
     expected: frozenset = frozenset()                    # the cell indices the job holds
@@ -148,8 +156,15 @@ def namespaces_permitted() -> bool:
 class Zygote:
     """A warm process that forks one isolated sandbox per notebook."""
 
-    def __init__(self, isolate: bool = True, preload=PRELOAD, secrets=(), start_timeout: float = 180.0):
+    def __init__(self, isolate: bool = True, preload=PRELOAD, secrets=(), start_timeout: float = 180.0,
+                 allow_degraded: bool = False, fail_layers=()):
+        """`allow_degraded`: run a notebook even where an isolation layer cannot be applied
+        (the layer is skipped and reported) instead of refusing it as not graded.
+        `isolate=False` switches namespaces and seccomp off and implies it (for tests).
+        `fail_layers` (tests only): names of layers to treat as failing, e.g. ("seccomp",)."""
         self.isolate = isolate
+        self.allow_degraded = allow_degraded or not isolate
+        self.fail_layers = list(fail_layers)
         self.preload = list(preload)
         self.secrets = [Path(s) for s in secrets] + [HERE]
         self.start_timeout = start_timeout
@@ -177,6 +192,8 @@ class Zygote:
             "transport": str(TRANSPORT), "mount_root": os.path.join(self.dir, "root"),
             "scratch": scratch, "binds": binds, "uid_base": UID_BASE, "isolate": self.isolate,
             "lease_dir": LEASES, "python_world_readable": self.python_world_readable,
+            "seccomp": str(SECCOMP), "cgroups": str(CGROUPS), "allow_degraded": self.allow_degraded,
+            "fail_layers": self.fail_layers,
         }
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
                "HOME": scratch, "PYTHONHASHSEED": "0"}
@@ -211,6 +228,7 @@ class Zygote:
             return ""
 
     def close(self) -> None:
+        zygote_pid = self.process.pid if self.process is not None else None
         if self.process is not None:
             try:
                 self.process.stdin.close()
@@ -223,6 +241,8 @@ class Zygote:
                 pass
             self.process.wait()
             self.process = None
+        if zygote_pid is not None:
+            sweep_groups(zygote_pid)
         self.ready = {}
         if self.log is not None:
             self.log.close()
@@ -247,6 +267,23 @@ class Zygote:
         return run_job(self.socket_path, job, limits)
 
 
+def sweep_groups(zygote_pid: int | None = None) -> list[str]:
+    """Kill and remove the control groups a zygote's sandboxes left (after the zygote died, say),
+    and the monitors still running for them."""
+    from . import cgroups
+    plan = cgroups.detect()
+    if "error" in plan:
+        return []
+    for name in cgroups.groups_of(plan, zygote_pid):
+        monitor = cgroups.monitor_of(name)
+        if zygote_pid is not None and monitor and cgroups._owner_alive(name):
+            try:
+                os.killpg(monitor, signal.SIGKILL)   # its own session: it runs no student code
+            except OSError:
+                pass
+    return cgroups.sweep(plan, zygote_pid, only_orphans=False)
+
+
 def run_job(socket_path: str, job: dict, limits: Limits) -> Run:
     """Send `job` to the zygote at `socket_path` and collect the run (usable from any process)."""
     job = {**job, "limits": limits.as_job()}
@@ -258,7 +295,8 @@ def run_job(socket_path: str, job: dict, limits: Limits) -> Run:
         conn.close()
         raise SandboxUnavailable(f"the sandbox zygote is not reachable ({exc})") from None
     run = Run(expected=frozenset(c["index"] for c in job.get("cells", ()) if isinstance(c.get("index"), int)))
-    deadline = time.monotonic() + float(limits.notebook_seconds) + 30.0
+    # the monitor's own backstop is the notebook limit (CPU time) times wall_factor; wait past it
+    deadline = time.monotonic() + float(limits.notebook_seconds) * max(1.0, float(limits.wall_factor)) + 30.0
     budget = int(limits.output_bytes) + (4 << 20)
     pending, total, started = b"", 0, False
     try:
@@ -290,6 +328,8 @@ def run_job(socket_path: str, job: dict, limits: Limits) -> Run:
             _kill(run.monitor_layers)
     if not started:
         raise SandboxUnavailable("the sandbox zygote did not start the job")
+    if run.status == "unavailable":   # an isolation layer failed: no student code ran
+        raise SandboxUnavailable(run.detail or "the sandbox could not isolate the notebook")
     return run
 
 
@@ -323,6 +363,8 @@ def _take(run: Run, line: bytes) -> bool:
             run.detail = str(message.get("detail", ""))[:500]
             run.seconds = float(message.get("seconds") or 0.0)
             run.leftovers = int(message.get("leftovers") or 0)
+        elif kind == "usage":
+            run.usage = {k: v for k, v in message.items() if k != "type" and isinstance(v, (int, float))}
         return False
     if tag != b"S":
         return False

@@ -14,22 +14,27 @@ zygote   imports numpy, sympy, torch, matplotlib and IPython once, then waits
          on a UNIX socket. Each connection is one notebook: it forks a monitor.
 monitor  (trusted, runs no student code) starts a session, becomes a child
          subreaper, unshares a PID namespace and forks the sandbox. It relays
-         the sandbox's output lines to the grader (capped), enforces the wall
-         clock, then kills the sandbox's namespace and process group, sweeps
-         up any leftover process, and reports how it ended.
-sandbox  PID 1 of its namespace. It unshares mount, network, IPC and UTS
-         namespaces, builds a fresh root (tmpfs, read-only binds of the
-         interpreter and libraries, nothing else), pivots into it, drops to
-         an unprivileged uid leased for the run, with no_new_privs, applies rlimits
-         and a seccomp filter (no new namespaces, mounts, ptrace, bpf...), and
-         runs the cells in an IPython shell. At each graded test cell it runs
+         the sandbox's output lines to the grader (capped), enforces the
+         notebook's limits (CPU time of its control group, with a wall-clock
+         backstop; memory), then kills the control group, the namespace and
+         the process group, sweeps up any leftover process, removes the group
+         and reports how it ended and what the notebook used.
+sandbox  PID 1 of its namespace, and the only member of its own control group
+         (memory including tmpfs, process count, CPU share; killed as a whole).
+         It unshares mount, network, IPC and UTS namespaces, builds a fresh root
+         (tmpfs, read-only binds of the interpreter and libraries, nothing else),
+         pivots into it, drops to an unprivileged uid leased for the run, with
+         no_new_privs, applies rlimits and a seccomp allowlist (graders/seccomp.py),
+         and runs the cells in an IPython shell. At each graded test cell it runs
          the cell's visible part and then sends that cell's answers as plain
          data. It never sees hidden tests, references or the gradebook.
 
 What leaves the sandbox is data: one JSON object per line, prefixed "S " by
-the monitor; the monitor's own lines are prefixed "M ". Where Linux refuses
-a layer (no CAP_SYS_ADMIN, say) the layer is skipped and reported, so the
-grader can warn; rlimits, sessions and the subreaper sweep always apply.
+the monitor; the monitor's own lines are prefixed "M ". The sandbox's account
+of its layers goes to the monitor on a separate pipe, closed before any
+student code runs. A layer that cannot be applied stops the run before student
+code (the grader reports the notebook as not graded), unless the grader asked
+for a degraded mode, in which case it is skipped and reported.
 """
 import ctypes
 import ctypes.util
@@ -86,54 +91,66 @@ def prctl(option, arg2=0):
 
 
 def pivot_root(new_root, put_old):
-    if SYS_PIVOT_ROOT is None:
+    number = SECCOMP_LIB.seccomp_syscall_resolve_name(b"pivot_root") if SECCOMP_LIB else SYS_PIVOT_ROOT
+    if number is None or number < 0:
         raise OSError(errno.ENOSYS, "pivot_root: unknown syscall number on this machine")
-    _check(_libc.syscall(SYS_PIVOT_ROOT, new_root.encode(), put_old.encode()), "pivot_root")
+    _check(_libc.syscall(number, new_root.encode(), put_old.encode()), "pivot_root")
 
 
-# ----------------------------------------------------------------------------- seccomp
-# Syscalls a notebook never needs and that widen the kernel surface it can reach:
-# new namespaces (an unprivileged user namespace would hand it capabilities
-# again), mounts, tracing other processes, loading kernel code, keyrings, bpf.
-_DENY = {
-    "x86_64": dict(arch=0xC000003E, clone=56, clone3=435, deny=(
-        101, 165, 166, 155, 161, 272, 308, 310, 311, 246, 320, 321, 298, 323, 250, 248, 249, 175, 313,
-        176, 167, 168, 169, 304, 303, 428, 429, 430, 431, 432, 442, 163, 179, 425)),
-    "aarch64": dict(arch=0xC00000B7, clone=220, clone3=435, deny=(
-        117, 40, 39, 41, 51, 97, 268, 270, 271, 104, 294, 280, 241, 282, 219, 217, 218, 105, 273, 106,
-        224, 225, 142, 265, 264, 428, 429, 430, 431, 432, 442, 89, 60, 425)),
-}
-CLONE_NAMESPACES = 0x7E020000   # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+# ----------------------------------------------------------------------------- layers
+# The seccomp allowlist (graders/seccomp.py) and the control groups (graders/cgroups.py) are
+# loaded by file path, as the transport is: standard library only, nothing from `graders`.
+SECCOMP = None      # the module
+SECCOMP_LIB = None  # libseccomp, opened in the zygote
+SECCOMP_CTX = None  # the compiled allowlist, built once in the zygote and loaded by each sandbox
+CGROUPS = None
+CGROUP_PLAN = {}
+
+
+class LayerFailed(Exception):
+    """An isolation layer could not be applied and degraded mode is off: run no student code."""
+
+
+def _load_by_path(name, path):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def prepare_layers(config):
+    """In the zygote: open libseccomp, compile the allowlist, find the control groups."""
+    global SECCOMP, SECCOMP_LIB, SECCOMP_CTX, CGROUPS, CGROUP_PLAN
+    probe = {}
+    if config.get("isolate", True):
+        try:
+            SECCOMP = _load_by_path("_sandbox_seccomp", config["seccomp"])
+            SECCOMP_LIB = SECCOMP.library()
+            SECCOMP_CTX = SECCOMP.build(SECCOMP_LIB)
+            probe["seccomp"] = True
+        except OSError as exc:
+            probe["seccomp"], probe["seccomp_error"] = False, str(exc)
+    try:
+        CGROUPS = _load_by_path("_sandbox_cgroups", config["cgroups"])
+        CGROUP_PLAN = CGROUPS.detect()
+        probe["control_group"] = "error" not in CGROUP_PLAN
+        probe["control_group_detail"] = CGROUPS.describe(CGROUP_PLAN)
+        if probe["control_group"]:
+            CGROUPS.sweep(CGROUP_PLAN)      # groups of dead monitors, from an earlier zygote
+    except OSError as exc:
+        CGROUP_PLAN = {"error": str(exc)}
+        probe["control_group"], probe["control_group_detail"] = False, str(exc)
+    return probe
 
 
 def seccomp_filter():
-    """Install a seccomp filter refusing the syscalls above (EPERM); needs no_new_privs first."""
-    table = _DENY.get(platform.machine())
-    if table is None:
-        raise OSError(errno.ENOSYS, "no seccomp table for this machine")
-    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
-    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS
-    prog = [(ld, 0, 0, 4), (jeq, 1, 0, table["arch"]), (ret, 0, 0, 0x80000000), (ld, 0, 0, 0)]
-    if platform.machine() == "x86_64":
-        prog += [(jge, 0, 1, 0x40000000), (ret, 0, 0, eperm)]   # the x32 ABI
-    for number in table["deny"]:
-        prog += [(jeq, 0, 1, number), (ret, 0, 0, eperm)]
-    prog += [(jeq, 0, 1, table["clone3"]), (ret, 0, 0, enosys),   # glibc falls back to clone
-             (jeq, 0, 3, table["clone"]), (ld, 0, 0, 16),          # clone: look at its flags
-             (jset, 0, 1, CLONE_NAMESPACES), (ret, 0, 0, eperm), (ret, 0, 0, allow)]
-
-    class SockFilter(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
-                    ("k", ctypes.c_uint)]
-
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
-
-    filters = (SockFilter * len(prog))(*[SockFilter(*insn) for insn in prog])
-    program = SockFprog(len(prog), filters)
-    prctl_ptr = ctypes.CDLL(None, use_errno=True).prctl
-    prctl_ptr.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
-    _check(prctl_ptr(22, 2, ctypes.addressof(program), 0, 0), "seccomp")   # PR_SET_SECCOMP, FILTER
+    """Load the allowlist compiled in the zygote into this process (needs no_new_privs)."""
+    if SECCOMP_CTX is None:
+        raise OSError(errno.ENOSYS, "no seccomp filter could be built (libseccomp missing?)")
+    result = SECCOMP_LIB.seccomp_load(SECCOMP_CTX)
+    if result < 0:
+        raise OSError(-result, f"seccomp_load: {os.strerror(-result)}")
 
 
 # ----------------------------------------------------------------------------- output
@@ -245,6 +262,7 @@ class CellTimeout(BaseException):
 SHELL = None
 ENCODE = None
 CONFIG = {}
+LAYER_PROBE = {}
 
 
 def preload(config):
@@ -260,6 +278,7 @@ def preload(config):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     ENCODE = module.encode
+    LAYER_PROBE.update(prepare_layers(config))
     for name in config.get("preload", ()):
         try:
             __import__(name)
@@ -398,6 +417,7 @@ def zygote(config):
     os.chmod(config["socket"], 0o600)
     listener.listen(64)
     probe = probe_isolation(config)
+    probe.update(LAYER_PROBE)
     gc.collect()
     gc.freeze()  # keep children from touching (and so copying) the preloaded heap
     status = open("/proc/self/status").read()
@@ -431,6 +451,8 @@ def zygote(config):
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass
+    if CGROUPS is not None and "error" not in CGROUP_PLAN:
+        CGROUPS.sweep(CGROUP_PLAN, os.getpid(), only_orphans=False)
     return 0
 
 
@@ -444,6 +466,16 @@ def _reap(busy):
         if pid == 0:
             return
         busy.pop(pid, None)
+        _drop_group(pid)
+
+
+def _drop_group(monitor_pid):
+    """A monitor has ended: if it was killed before removing its control group, do it here."""
+    if CGROUPS is None or "error" in CGROUP_PLAN:
+        return
+    group = CGROUPS.Group(CGROUP_PLAN, f"{CGROUPS.PREFIX}{os.getpid()}-{monitor_pid}")
+    group.kill()
+    group.remove()
 
 
 def probe_isolation(config):
@@ -520,18 +552,37 @@ def monitor(conn, config):
         return 1
     limits = job["limits"]
     isolate = config.get("isolate", True) and job.get("isolate", True)
+    strict = isolate and not config.get("allow_degraded", False)
     layers = {"pid_namespace": False, "subreaper": False}
+    fork_at = time.monotonic()
+    failed = []
     try:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
         layers["subreaper"] = True
-    except OSError:
-        pass
+    except OSError as exc:
+        failed.append(f"subreaper: {exc}")
     if isolate:
         try:
+            _simulated(config, "pid_namespace")
             unshare(CLONE_NEWPID)
             layers["pid_namespace"] = True
         except OSError as exc:
             layers["pid_namespace_error"] = str(exc)
+            failed.append(f"pid namespace: {exc}")
+    group = None
+    try:
+        _simulated(config, "control_group")
+        if "error" in CGROUP_PLAN:
+            raise OSError(errno.ENOTSUP, CGROUP_PLAN["error"])
+        group = CGROUPS.Group(CGROUP_PLAN, f"{CGROUPS.PREFIX}{os.getppid()}-{os.getpid()}")
+        group.create(int(limits["memory_bytes"]), int(limits["processes"]))
+        layers["control_group"] = CGROUPS.describe(CGROUP_PLAN)
+    except OSError as exc:
+        group = None
+        layers["control_group_error"] = str(exc)
+        failed.append(f"control group: {exc}")
+    if failed and strict:
+        return refuse(conn, layers, failed)
     uid, lease = (lease_uid(config) if os.geteuid() == 0 and config.get("drop_uid", True)
                   else (os.geteuid(), None))
     import shutil
@@ -540,6 +591,7 @@ def monitor(conn, config):
     if os.geteuid() == 0:
         os.chown(scratch, uid, uid)
     read_fd, write_fd = os.pipe()
+    setup_read, setup_write = os.pipe()
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:
@@ -547,28 +599,97 @@ def monitor(conn, config):
         try:
             conn.close()
             os.close(read_fd)
+            os.close(setup_read)
             if lease is not None:
                 os.close(lease)
-            code = sandbox(job, config, write_fd, uid, isolate, scratch)
+            code = sandbox(job, config, write_fd, setup_write, uid, isolate, strict, scratch, group)
         except BaseException:  # noqa: BLE001 - never run the monitor's code in the child
             code = 71
         finally:
             os._exit(code)
     os.close(write_fd)
+    os.close(setup_write)
+    report = read_setup(setup_read, started + 30.0)
+    ready_at = time.monotonic()
+    os.close(setup_read)
+    layers.update(report.get("layers") or {})
+    times = {"fork_at": fork_at, "ready_at": ready_at, "setup_seconds": round(ready_at - started, 4)}
+    times.update(report.get("times") or {})
     _send(conn, b"M ", {"type": "start", "monitor": os.getpid(), "sandbox": pid, "uid": uid, "layers": layers})
-    status, detail, pending, used = relay(conn, read_fd, pid, limits, started)
+    if report.get("ok") is not True:
+        # a layer failed (or setup died): no student code ran; the grader retries, then says NOT GRADED
+        status = "unavailable"
+        detail = "isolation failed, so no student code was run: " + "; ".join(
+            str(f)[:200] for f in (report.get("failed") or ["the sandbox died while isolating itself"]))
+        pending, used = b"", 0
+    else:
+        status, detail, pending, used = relay(conn, read_fd, pid, limits, started, group)
+    if group is not None:
+        group.kill()
     leftovers = kill_all(pid, uid if uid != os.geteuid() else None)
     exit_code = _reap_sandbox(pid)
+    usage = group.usage() if group is not None else {}
     if status == "ok":
         drain(conn, read_fd, pending, int(limits["output_bytes"]) - used)
     os.close(read_fd)
     shutil.rmtree(scratch, ignore_errors=True)
-    if status == "ok" and exit_code != 0:
+    if group is not None and usage.get("oom_kills") and status in ("ok", "memory"):
+        status, detail = "crashed", (f"its processes together used more than the notebook's "
+                                     f"{_gib(limits['memory_bytes'])} memory limit, so it was stopped")
+    elif status == "ok" and exit_code != 0:
         status, detail = "crashed", _describe_exit(exit_code)
+    if group is not None and not group.remove():
+        detail = (detail + "; " if detail else "") + "its control group could not be removed"
+    times["end_at"] = time.monotonic()
+    _send(conn, b"M ", {"type": "usage", **usage, **times})
     _send(conn, b"M ", {"type": "end", "status": status, "detail": detail, "exit": exit_code,
                         "leftovers": leftovers, "seconds": round(time.monotonic() - started, 3)})
     conn.close()
     return 0
+
+
+def _gib(n):
+    n = int(n)
+    return f"{n / (1 << 30):g} GiB" if n >= 1 << 30 else f"{n / (1 << 20):g} MiB"
+
+
+def _simulated(config, layer):
+    """Test hook (set by the trusted grader, never by a job): pretend `layer` cannot be applied."""
+    if layer in config.get("fail_layers", ()):
+        raise OSError(errno.EPERM, f"{layer} refused (simulated failure)")
+
+
+def refuse(conn, layers, failed):
+    """Report a run that never started a sandbox, because the monitor could not isolate it."""
+    _send(conn, b"M ", {"type": "start", "monitor": os.getpid(), "sandbox": None, "uid": None, "layers": layers})
+    _send(conn, b"M ", {"type": "end", "status": "unavailable", "exit": None, "leftovers": 0, "seconds": 0,
+                        "detail": "isolation failed, so no student code was run: " + "; ".join(failed)[:600]})
+    conn.close()
+    return 0
+
+
+def read_setup(fd, deadline):
+    """The sandbox's one report on its layers, written before any student code and then closed."""
+    data = b""
+    while len(data) < 1 << 16:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return {"ok": False, "failed": ["the sandbox took too long to isolate itself"]}
+        try:
+            ready, _, _ = select.select([fd], [], [], left)
+        except InterruptedError:
+            continue
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    try:
+        report = json.loads(data)
+    except ValueError:
+        return {"ok": False}
+    return report if isinstance(report, dict) else {"ok": False}
 
 
 _EXIT = {}
@@ -586,23 +707,40 @@ def _describe_exit(code):
     return f"the grading process exited with code {code} before finishing"
 
 
-def relay(conn, read_fd, pid, limits, started):
-    """Forward the sandbox's lines until it exits, times out or floods."""
-    deadline = started + float(limits["notebook_seconds"])
+def relay(conn, read_fd, pid, limits, started, group=None):
+    """Forward the sandbox's lines until it exits, times out, floods or runs out of memory.
+
+    With a control group whose CPU time can be read, the notebook's limit counts the
+    CPU time of all its processes (so a busy neighbour cannot use up an honest
+    notebook's time), and the wall clock is only a generous backstop.
+    """
+    seconds = float(limits["notebook_seconds"])
+    cpu_limited = group is not None and group.cpu_seconds() is not None
+    wall = seconds * float(limits.get("wall_factor", 3.0)) if cpu_limited else seconds
+    deadline = started + wall
     budget, line_cap = int(limits["output_bytes"]), int(limits["line_bytes"])
     try:
         pidfd = os.pidfd_open(pid)
     except (AttributeError, OSError):
         pidfd = None
     pending, total = b"", 0
+    tick = 0.1 if group is not None else 0.2
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return ("timeout", f"the notebook ran past its {float(limits['notebook_seconds']):g} s limit",
-                    pending, total)
+            how = f" (the {wall:g} s wall-clock backstop)" if cpu_limited else ""
+            return "timeout", f"the notebook ran past its {seconds:g} s limit{how}", pending, total
+        if group is not None:
+            if group.oom_kills():
+                return "memory", "", pending, total
+            used = group.cpu_seconds() if cpu_limited else None
+            if used is not None and used > seconds:
+                return ("timeout", f"the notebook ran past its {seconds:g} s limit (CPU time of all its "
+                        "processes)", pending, total)
         watch = [read_fd] + ([pidfd] if pidfd is not None else [])
         try:
-            ready, _, _ = select.select(watch, [], [], min(left, 0.2 if pidfd is None else left))
+            ready, _, _ = select.select(watch, [], [], min(left, tick if group is not None or pidfd is None
+                                                           else left))
         except InterruptedError:
             continue
         if pidfd is not None and pidfd in ready or pidfd is None and _exited(pid):
@@ -615,7 +753,7 @@ def relay(conn, read_fd, pid, limits, started):
                 # every writer closed the pipe: wait for the sandbox itself
                 time.sleep(0.01)
                 if pidfd is not None:
-                    select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))
+                    select.select([pidfd], [], [], max(0.0, min(tick, deadline - time.monotonic())))
                 continue
             total += len(chunk)
             if total > budget:
@@ -740,37 +878,61 @@ def _reap_sandbox(pid):
 
 
 # ----------------------------------------------------------------------------- sandbox
-def sandbox(job, config, out_fd, uid, isolate, scratch):
-    """Isolate this process, run the notebook's cells, report, exit."""
+def sandbox(job, config, out_fd, setup_fd, uid, isolate, strict, scratch, group):
+    """Isolate this process, run the notebook's cells, report, exit.
+
+    Every layer is applied before any student code exists. Their account goes to the
+    monitor once, on `setup_fd`, which is then closed. With `strict` (the default
+    unless the grader allows a degraded mode), the first layer that fails stops
+    here: the monitor reports the notebook as not graded and no student code runs.
+    """
     os.setsid()
     try:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
         pass
     limits = job["limits"]
-    layers = {}
+    layers, failed, times = {}, [], {"sandbox_at": time.monotonic()}
+
+    def layer(name, apply):
+        try:
+            _simulated(config, name)
+            value = apply()
+            layers[name] = True if value is None else value
+            return True
+        except (OSError, ValueError) as exc:
+            layers[name + "_error"] = str(exc)
+            failed.append(f"{name.replace('_', ' ')}: {exc}")
+            if strict:
+                raise LayerFailed() from None
+            return False
+
     work = None
-    if isolate:
-        try:
-            work = build_root(job, config, uid, layers)
-        except OSError as exc:
-            layers["mount_namespace_error"] = str(exc)
-            if layers.get("mount_namespace"):
-                raise SystemExit(72) from None   # half-built mounts: run no student code in them
-    if work is None and uid != os.geteuid() and not config.get("python_world_readable", True):
-        uid = os.geteuid()   # without a private root, an unprivileged uid could not read Python
-        layers["uid_kept"] = "the Python installation is not readable by an unprivileged user"
-    if work is None:
-        work = scratch
-        _copy_files(job.get("files", {}), work, uid)
-    drop_privileges(uid, layers)
-    apply_limits(limits, layers)
-    if isolate:
-        try:
-            seccomp_filter()
-            layers["seccomp"] = True
-        except OSError as exc:
-            layers["seccomp_error"] = str(exc)
+    try:
+        if group is not None:
+            layer("control_group", lambda: group.join() or CGROUPS.describe(group.plan))
+        if isolate:
+            def root():
+                nonlocal work
+                work = build_root(job, config, uid, layers, strict)
+            if not layer("mount_namespace", root) and layers.get("mount_namespace_entered"):
+                raise LayerFailed()   # half-built mounts: run no student code in them
+        if work is None and uid != os.geteuid() and not config.get("python_world_readable", True):
+            uid = os.geteuid()   # without a private root, an unprivileged uid could not read Python
+            layers["uid_kept"] = "the Python installation is not readable by an unprivileged user"
+        if work is None:
+            work = scratch
+            _copy_files(job.get("files", {}), work, uid)
+        times["root_at"] = time.monotonic()
+        layer("uid", lambda: drop_privileges(uid, layers, strict))
+        layer("rlimits", lambda: apply_limits(limits))
+        if isolate:
+            layer("seccomp", seccomp_filter)
+    except LayerFailed:
+        _report_setup(setup_fd, {"ok": False, "failed": failed, "layers": layers})
+        return 0
+    times["isolated_at"] = time.monotonic()
+    _report_setup(setup_fd, {"ok": True, "layers": layers, "times": times})
     quiet_fds(out_fd)
     os.chdir(work)
     environment(job, work)
@@ -781,18 +943,38 @@ def sandbox(job, config, out_fd, uid, isolate, scratch):
     return 0
 
 
-def build_root(job, config, uid, layers):
-    """A fresh root made of read-only binds, with private /tmp and /work; pivot into it."""
+def _report_setup(fd, report):
+    data = json.dumps(report, default=str).encode()
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    except OSError:
+        pass
+    os.close(fd)
+
+
+def build_root(job, config, uid, layers, strict=False):
+    """A fresh root made of read-only binds, with private /tmp and /work; pivot into it.
+
+    With `strict`, any part that fails raises (the caller then runs no student code);
+    otherwise a part Linux refuses is skipped and recorded in `layers`.
+    """
+    def soft(name, exc):
+        layers[name + "_error"] = str(exc)
+        if strict:
+            raise OSError(exc.errno, f"{name.replace('_', ' ')}: {exc.strerror or exc}")
+
     unshare(CLONE_NEWNS)
-    layers["mount_namespace"] = True
+    layers["mount_namespace_entered"] = True
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     for flag, name in ((CLONE_NEWNET, "network_namespace"), (CLONE_NEWIPC, "ipc_namespace"),
                        (CLONE_NEWUTS, "uts_namespace")):
         try:
+            _simulated(config, name)
             unshare(flag)
             layers[name] = True
         except OSError as exc:
-            layers[name + "_error"] = str(exc)
+            soft(name, exc)
     if layers.get("uts_namespace"):
         _libc.sethostname(b"sandbox", 7)
     root = config["mount_root"]
@@ -817,19 +999,20 @@ def build_root(job, config, uid, layers):
         os.rmdir("/.old")
         layers["pivot_root"] = True
     except OSError as exc:
-        layers["pivot_root_error"] = str(exc)
+        soft("pivot_root", exc)
         os.chroot(root)
         os.chdir("/")
         layers["chroot"] = True
     try:
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
     except OSError as exc:
-        layers["proc_error"] = str(exc)
+        soft("proc", exc)
     try:
+        _simulated(config, "read_only_root")
         mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
         layers["read_only_root"] = True
     except OSError as exc:
-        layers["read_only_root_error"] = str(exc)
+        soft("read_only_root", exc)
     return WORK
 
 
@@ -906,29 +1089,29 @@ def _copy_files(files, dest, uid):
 
 
 
-def drop_privileges(uid, layers):
-    if os.geteuid() == 0:
-        try:
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-            layers["uid"] = uid
-        except OSError as exc:
-            layers["uid_error"] = str(exc)
-    else:
-        layers["uid"] = os.geteuid()
+def drop_privileges(uid, layers, strict=False):
+    """Become the leased unprivileged uid, with no_new_privs; return the uid now in force."""
+    if os.geteuid() == 0 and uid != 0:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    if strict and (os.geteuid() == 0 or os.getuid() == 0):
+        raise OSError(errno.EPERM, "the sandbox would still run as root")
     try:
         prctl(PR_SET_NO_NEW_PRIVS, 1)
         layers["no_new_privs"] = True
     except OSError:
-        pass
+        if strict:
+            raise
     try:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # cleared by the credential change
     except OSError:
         pass
+    return os.geteuid()
 
 
-def apply_limits(limits, layers):
+def apply_limits(limits):
+    """The per-process rlimits: the last layer, under the control group's per-notebook limits."""
     status = open("/proc/self/status").read() if os.path.exists("/proc/self/status") else ""
     vsz = int(status.split("VmSize:")[1].split()[0]) * 1024 if "VmSize:" in status else 0
     wanted = {
@@ -939,15 +1122,10 @@ def apply_limits(limits, layers):
         resource.RLIMIT_CORE: 0,
         resource.RLIMIT_CPU: int(limits["notebook_seconds"]) + 5,
     }
-    applied = []
     for which, value in wanted.items():
-        try:
-            resource.setrlimit(which, (value, value))
-            applied.append(which)
-        except (ValueError, OSError):
-            pass
-    layers["rlimits"] = len(applied) == len(wanted)
+        resource.setrlimit(which, (value, value))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-size write raises, it does not kill
+    return True
 
 
 def quiet_fds(keep):
@@ -1004,12 +1182,30 @@ class Emitter:
 
 
 def _alarm(signum, frame):
+    _disarm()   # one interrupt per cell: the other timer must not give a cell that swallowed it a second one
     raise CellTimeout("the cell ran past its time limit")
 
 
+WALL_FACTOR = 3.0
+
+
+def _arm(seconds):
+    """The cell's limit in this process's own CPU time, with a generous wall-clock backstop:
+    time a busy neighbour takes from the machine is not charged to this notebook."""
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds * WALL_FACTOR)
+
+
+def _disarm():
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def run_cells(job, limits, emit):
-    global CURRENT
+    global CURRENT, WALL_FACTOR
     signal.signal(signal.SIGALRM, _alarm)
+    signal.signal(signal.SIGPROF, _alarm)
+    WALL_FACTOR = float(limits.get("wall_factor", 3.0))
     stdout, stderr = Stream("stdout"), Stream("stderr")
     sys.stdout, sys.stderr = stdout, stderr
     sys.stdin = open(os.devnull)
@@ -1021,22 +1217,24 @@ def run_cells(job, limits, emit):
         raised, ename, timed_out = False, "", False
         started = time.monotonic()
         try:
-            signal.setitimer(signal.ITIMER_REAL, seconds)
+            _arm(seconds)
             sys.stdout, sys.stderr = stdout, stderr
             result = shell.run_cell(cell["source"], store_history=True, silent=False)
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            _disarm()
             error = result.error_before_exec or result.error_in_exec
             if error is not None:
                 raised, ename = True, type(error).__name__
                 timed_out = isinstance(error, CellTimeout)
         except BaseException as exc:  # noqa: BLE001 - the student's code may raise anything
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            _disarm()
             raised, ename, timed_out = True, type(exc).__name__, isinstance(exc, CellTimeout)
             CURRENT.error(ename, "the cell could not be run to the end", [])
         message = {"type": "cell", "index": cell["index"], "raised": raised, "ename": ename,
-                   "timeout": timed_out, "seconds": round(time.monotonic() - started, 4)}
+                   "timeout": timed_out, "seconds": round(time.monotonic() - started, 4), "started_at": started}
         if cell.get("test") and not timed_out:   # a failed visible check still leaves the answers to grade
+            read_at = time.monotonic()
             message["answers"] = snapshot(cell, shell, seconds)
+            message["answer_seconds"] = round(time.monotonic() - read_at, 4)
         sys.stdout, sys.stderr = stdout, stderr
         message["outputs"] = CURRENT.outputs
         message["truncated"] = CURRENT.truncated
@@ -1047,7 +1245,7 @@ def snapshot(cell, shell, seconds):
     """The cell's answers as plain data (the same rule as graders.notebook.gather)."""
     answers = {}
     try:
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        _arm(seconds)
         namespace = shell.user_ns
         probes = cell.get("probes", {})
         for key in cell.get("keys", []):
@@ -1069,9 +1267,9 @@ def snapshot(cell, shell, seconds):
                 if isinstance(exc, CellTimeout):
                     raise
                 answers[key] = {"error": f"could not be read ({type(exc).__name__})"}
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _disarm()
     except BaseException:  # noqa: BLE001 - a timeout while reading answers
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _disarm()
         answers["__timeout__"] = True
     return answers
 

@@ -216,6 +216,7 @@ def build_class(course: Path, sink: Sink) -> dict[str, tuple[str, object]]:
     nb.cells[index_of(nb, "answer_expr")].source = "while True:\n    pass\n"
     add("hang", "B", nb, "hang")
     nb = with_cell(solution(), "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+                               "signal.signal(signal.SIGPROF, signal.SIG_IGN)\n"
                                "while True:\n    try:\n        pass\n    except BaseException:\n        pass\n",
                    after="setup")
     add("hang-hard", "C", nb, "hang ignoring the interrupt")
