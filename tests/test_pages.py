@@ -99,3 +99,17 @@ def test_feedback_is_styled_without_scripts():
     assert PAGE_STYLE.strip() in styles
     assert "white-space: pre-wrap" in PAGE_STYLE and "border: 1px solid" in PAGE_STYLE
     assert "<math" in page and not raw_formulas(page)
+
+
+def test_every_unmarked_prompt_has_a_cell_to_answer_in():
+    """A "(Not graded: a sentence for yourself.)" prompt is followed by a cell the student can write in."""
+    prompts = 0
+    for path in sorted((REPO / "release").glob("*/*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        for index, cell in enumerate(cells):
+            if cell.cell_type == "markdown" and re.search(r"[Nn]ot graded[:;].{0,40}for yourself", cell.source):
+                prompts += 1
+                after = cells[index + 1] if index + 1 < len(cells) else None
+                assert after is not None, f"{path.name}: the prompt is the last cell, with nowhere to write"
+                assert not after.metadata.get("nbgrader", {}).get("locked"), f"{path.name}: the next cell is locked"
+    assert prompts >= 10

@@ -154,3 +154,6 @@ judge("w1-memory", "check_numbers", globals())
 # Does your per-device figure fit on an 80 GB accelerator with room left for
 # activations? Which stage would you need, at your $P$, to get under 40 GB?
 # (Not graded: a sentence for yourself.)
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*
