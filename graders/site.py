@@ -166,7 +166,8 @@ def render_variant(job: Job) -> str:
             cell.source = without_markers(cell.source)
     nb.cells.insert(0, nbformat.v4.new_markdown_cell(_nav(job)))
     nb.metadata["title"] = f"{job.notebook.split('/')[-1]} · variant {job.label}"
-    exporter = HTMLExporter(template_name="lab", embed_images=True)
+    # the classic template: the lab one re-serialises markdown cells and empties their MathML
+    exporter = HTMLExporter(template_name="classic", embed_images=True)
     exporter.register_preprocessor(MathMLPreprocessor, enabled=True)
     exporter.register_preprocessor(FeedbackStyle, enabled=True)
     body, _ = exporter.from_notebook_node(nb)
