@@ -6,7 +6,7 @@
 - `<assignment>/<id>/index.html`: the item, with links to its variants;
 - `<assignment>/<id>/<label>.html`: the solution executed as a student of variant
   `label` (JUPYTERHUB_USER set to `graders.variants.student_for(label, assignment)`),
-  exported with nbconvert's HTMLExporter, figures embedded as data URIs: the code without
+  exported with nbconvert's HTMLExporter, figures (outputs) as data URIs: the code without
   nbgrader's BEGIN/END SOLUTION lines, every output, and after each solution cell the
   values it bound for that variant; a line at the top links back to the item and the index.
   Formulas are MathML made at build time (`graders.pages`), so the site reads offline.
@@ -166,8 +166,9 @@ def render_variant(job: Job) -> str:
             cell.source = without_markers(cell.source)
     nb.cells.insert(0, nbformat.v4.new_markdown_cell(_nav(job)))
     nb.metadata["title"] = f"{job.notebook.split('/')[-1]} · variant {job.label}"
-    # the classic template: the lab one re-serialises markdown cells and empties their MathML
-    exporter = HTMLExporter(template_name="classic", embed_images=True)
+    # figures are outputs, embedded as data URIs anyway; embed_images would re-parse each markdown
+    # cell's HTML to inline <img> files (the chapter's markdown has none) and empty its MathML
+    exporter = HTMLExporter(template_name="lab", embed_images=False)
     exporter.register_preprocessor(MathMLPreprocessor, enabled=True)
     exporter.register_preprocessor(FeedbackStyle, enabled=True)
     body, _ = exporter.from_notebook_node(nb)
