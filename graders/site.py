@@ -158,6 +158,7 @@ def render_variant(job: Job) -> str:
                 if names:
                     probe = nbformat.v4.new_code_cell(_SHOW_VALUES.format(names=names, limit=VALUE_LIMIT))
                     client.execute_cell(probe, index, store_history=False)
+                    nb.cells[index] = cell     # nbclient stores the cell it ran at that index
                     cell.outputs.extend(probe.outputs)
     finally:
         shutil.rmtree(sockets, ignore_errors=True)

@@ -50,6 +50,8 @@ def test_site_for_w1_memory(two_item_course):
         assert f"Student {student_for(label, 'worked')}: variant {label}:" in page
         assert "BEGIN HIDDEN TESTS" not in page and "graders" not in page
         assert "BEGIN SOLUTION" not in page and "END SOLUTION" not in page
+        assert "__site_show" not in page and "per_device_expr</span> <span class=\"o\">=" in page, \
+            "the solution's own code is shown, not the code that shows its values"
         assert not re.search(r'<img[^>]+src="(?!data:)', page), "figures are embedded"
         # the reader sees the numbers of this variant, as the reference computes them
         answers = problem.solve(problem.variants[label])
