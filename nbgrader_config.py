@@ -85,4 +85,11 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     HiddenTestsOutOfTracebacks,   # also for notebooks autograded before it was configured
     "nbgrader.preprocessors.ClearHiddenTests",
+    # the page's styles in a <style> element: JupyterLab opens feedback untrusted, with no scripts
+    "graders.pages.FeedbackStyle",
 ]
+
+# --- pages: formgrader's and the feedback's HTML render offline, with no script ---------------
+# Formulas are typeset as MathML when the page is made (nbconvert's templates would load MathJax
+# from a CDN), and a test cell's points are shown once, in its header.
+c.HTMLExporter.preprocessors = ["graders.pages.MathMLPreprocessor", "graders.pages.PointsShownOnce"]

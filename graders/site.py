@@ -6,18 +6,27 @@
 - `<assignment>/<id>/index.html`: the item, with links to its variants;
 - `<assignment>/<id>/<label>.html`: the solution executed as a student of variant
   `label` (JUPYTERHUB_USER set to `graders.variants.student_for(label, assignment)`),
-  exported with nbconvert's HTMLExporter, figures embedded as data URIs.
+  exported with nbconvert's HTMLExporter, figures (outputs) as data URIs: the code without
+  nbgrader's BEGIN/END SOLUTION lines, every output, and after each solution cell the
+  values it bound for that variant; a line at the top links back to the item and the index.
+  Formulas are MathML made at build time (`graders.pages`), so the site reads offline.
+
+With `items` (`chapter site --only`), the index says it is a partial build, and an item
+left out is labelled "not rendered in this partial build", never "no published solution".
 
 Each (item, variant) is one job, executed with nbclient in its own process, so the
 site builds in parallel on every core. Nothing here is committed: `site/` is ignored.
 """
 from __future__ import annotations
 
+import ast
 import html
 import multiprocessing
 import os
+import re
 import shutil
 import sys
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +44,7 @@ pre.status { background: #f5f5f7; padding: 1rem; overflow-x: auto; }
 table { border-collapse: collapse; margin: .5rem 0 1.5rem; }
 td, th { padding: .25rem .75rem; border-bottom: 1px solid #ddd; text-align: left; }
 .missing { color: #888; }
+.partial { background: #fff4d6; padding: .5rem 1rem; }
 nav a { margin-right: .75rem; }
 """
 
@@ -54,11 +64,74 @@ def _page(title: str, body: str, up: str = "") -> str:
             f"<body>{crumbs}{body}</body></html>\n")
 
 
+_MARKERS = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
+
+
+def without_markers(source: str) -> str:
+    """A solution cell as a reader should see it: nbgrader's BEGIN/END SOLUTION lines removed."""
+    return _MARKERS.sub("", source)
+
+
+def assigned_names(source: str) -> list[str]:
+    """Names a cell binds at top level, in order (what a reader wants to see the value of)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    names = []
+
+    def bind(target):
+        if isinstance(target, ast.Name) and not target.id.startswith("_"):
+            names.append(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                bind(element)
+    for node in tree.body:
+        for target in getattr(node, "targets", None) or [getattr(node, "target", None)]:
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                bind(target)
+    return list(dict.fromkeys(names))
+
+
+# Run in the solution's kernel after a solution cell: one output per value the cell bound,
+# sympy objects also as LaTeX (typeset into MathML when the page is made).
+_SHOW_VALUES = r"""
+def __site_show(names, namespace):
+    from IPython.display import display
+    for name in names:
+        if name not in namespace or callable(namespace[name]):
+            continue
+        value = namespace[name]
+        text = repr(value)
+        text = text if len(text) <= {limit} else text[:{limit}] + " ..."
+        bundle = {{"text/plain": name + " = " + text}}
+        if hasattr(value, "_repr_latex_") and len(text) <= {limit}:
+            import sympy
+            bundle["text/latex"] = "$$\\text{{" + name + "}} = " + sympy.latex(value) + "$$"
+        display(bundle, raw=True)
+__site_show({names!r}, globals())
+del __site_show
+"""
+VALUE_LIMIT = 2000  # characters of one value's repr shown on the page
+
+
+def _nav(job: Job) -> str:
+    item = job.notebook.split("/")[-1]
+    siblings = " · ".join(f"**{label}**" if label == job.label else f"[{label}]({label}.html)" for label in LABELS)
+    return (f"[chapter index](../../index.html) › [{item}](index.html) › variant {job.label} "
+            f"(as student `{student_for(job.label, job.notebook.split('/')[0])}`) · variants: {siblings}")
+
+
 def render_variant(job: Job) -> str:
-    """Execute one solution as a student of one variant and write its HTML page."""
+    """Execute one solution as a student of one variant and write its HTML page: the solution
+    code without nbgrader's markers, each cell's outputs and figures, and after each solution
+    cell the values it computed for this variant."""
     import nbformat
     from nbclient import NotebookClient
     from nbconvert import HTMLExporter
+    from traitlets.config import Config
+
+    from .pages import FeedbackStyle, MathMLPreprocessor
 
     assignment = job.notebook.split("/")[0]
     nb = nbformat.read(job.source, as_version=4)
@@ -66,11 +139,40 @@ def render_variant(job: Job) -> str:
            "MPLBACKEND": "module://matplotlib_inline.backend_inline", "PYTHONWARNINGS": "ignore"}
     # the kernel runs from the venv of this process, in the solution's folder
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    sockets = tempfile.mkdtemp(prefix="site-kernel-")
+    # IPC (unix sockets in a private folder), not TCP on loopback: nothing to eavesdrop on,
+    # and ipykernel has no "running over TCP without encryption" warning to print
+    config = Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel")}})
     client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=False,
-                            resources={"metadata": {"path": str(job.source.parent)}})
-    client.execute(env=env)
+                            resources={"metadata": {"path": str(job.source.parent)}}, config=config)
+    try:
+        client.reset_execution_trackers()
+        with client.setup_kernel(env=env):
+            info = client.wait_for_reply(client.kc.kernel_info())
+            if info is not None and "language_info" in info["content"]:
+                nb.metadata["language_info"] = info["content"]["language_info"]
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+                names = assigned_names(cell.source) if cell.metadata.get("nbgrader", {}).get("solution") else []
+                if names:
+                    probe = nbformat.v4.new_code_cell(_SHOW_VALUES.format(names=names, limit=VALUE_LIMIT))
+                    client.execute_cell(probe, index, store_history=False)
+                    nb.cells[index] = cell     # nbclient stores the cell it ran at that index
+                    cell.outputs.extend(probe.outputs)
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source = without_markers(cell.source)
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(_nav(job)))
     nb.metadata["title"] = f"{job.notebook.split('/')[-1]} · variant {job.label}"
-    exporter = HTMLExporter(template_name="lab", embed_images=True)
+    # figures are outputs, embedded as data URIs anyway; embed_images would re-parse each markdown
+    # cell's HTML to inline <img> files (the chapter's markdown has none) and empty its MathML
+    exporter = HTMLExporter(template_name="lab", embed_images=False)
+    exporter.register_preprocessor(MathMLPreprocessor, enabled=True)
+    exporter.register_preprocessor(FeedbackStyle, enabled=True)
     body, _ = exporter.from_notebook_node(nb)
     job.target.parent.mkdir(parents=True, exist_ok=True)
     job.target.write_text(body)
@@ -95,7 +197,8 @@ def _item_page(notebook: str, done: dict[str, bool], errors: dict[str, str]) -> 
         else:
             reason = html.escape(errors.get(label, "not built"))
             rows.append(f'<tr><td class="missing">variant {label}</td><td class="missing">{reason}</td></tr>')
-    body = (f"<h1>{html.escape(item)}</h1><p>The worked solution, executed once for each variant.</p>"
+    body = (f"<h1>{html.escape(item)}</h1><p>The worked solution, executed once for each variant: "
+            f"each page shows the code, its outputs and figures, and the values it computed.</p>"
             f"<table>{''.join(rows)}</table>")
     return _page(item, body, up="../../")
 
@@ -110,6 +213,16 @@ def notation_table(root: Path, chapter_id: str) -> list[str]:
     rows = "".join(f"<tr><td>{html.escape(symbol)}</td><td>{html.escape(meaning)}</td></tr>"
                    for symbol, meaning in entries.items())
     return [f'<h2>Notation</h2><table class="notation">{rows}</table>']
+
+
+def _why_not_built(root: Path, notebook: str, items, errors) -> str:
+    if errors.get(notebook):
+        return "could not be rendered: " + html.escape("; ".join(errors[notebook].values()) or "see the log")
+    if not (root / "solutions" / f"{notebook}.ipynb").exists():
+        return "no published solution"
+    if items is not None and notebook.split("/")[-1] not in items:
+        return "not rendered in this partial build"
+    return "not rendered"
 
 
 def render_site(root: Path, out_dir: Path, items: list[str] | None = None,
@@ -158,6 +271,12 @@ def render_site(root: Path, out_dir: Path, items: list[str] | None = None,
         parts = [f"<h1>{html.escape(chapter.id)} {html.escape(chapter.title)}</h1>",
                  f'<pre class="status">{html.escape(render(record, root))}</pre>']
         parts += notation_table(root, chapter.id)
+        if items is not None:
+            built = sorted(nb.split("/")[-1] for nb in wanted if nb in chapter.notebooks)
+            parts.append(f'<p class="partial">A partial build (<code>chapter site --only</code>): '
+                         f'solutions rendered for {html.escape(", ".join(built) or "no item")} only. '
+                         f'The status above is the chapter\'s; <code>chapter site</code> renders every '
+                         f'published solution.</p>')
         for strand in STRANDS:
             notebooks = chapter.strands.get(strand, ())
             if not notebooks:
@@ -172,7 +291,7 @@ def render_site(root: Path, out_dir: Path, items: list[str] | None = None,
                                 f'<td>{links}</td></tr>')
                 else:
                     rows.append(f'<tr><td class="missing">{html.escape(item)}</td>'
-                                f'<td class="missing">no published solution</td></tr>')
+                                f'<td class="missing">{_why_not_built(root, nb, items, errors)}</td></tr>')
             blurb = html.escape(contracts.get("strands", {}).get(strand, ""))
             parts.append(f'<h2 id="{strand}">{strand}</h2><p>{blurb}</p><table>{"".join(rows)}</table>')
         sections.append("".join(parts))

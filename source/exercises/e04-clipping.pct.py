@@ -256,3 +256,6 @@ except NotImplementedError:
 # quiet tensors by the same factor, although they did nothing wrong. Would clipping each
 # tensor on its own have been kinder to them, and what would it have done to the
 # direction of the step? (Not graded: a sentence for yourself.)
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*

@@ -282,3 +282,6 @@ judge("e05-loss-scaling", "check_expr", globals())
 # from `init_scale`) and how many from the saw? With torch's $W = 2000$, how many clean
 # steps does it take to win back one halving after a single spike? (Not graded: a
 # sentence for yourself.)
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*

@@ -277,3 +277,6 @@ judge("e06-checkpointing", "check_interval", globals())
 #   and by how much, to bring $\delta$ well below $M$?
 # - Kokolis et al.'s rates come from shared research clusters; a dedicated, burned-in
 #   training cluster may do better. How does the interval scale if $r_f$ halves?
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*

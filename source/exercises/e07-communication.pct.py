@@ -297,3 +297,6 @@ judge("e07-communication", "check_zero_pipeline", globals())
 #   saves? (w1-memory gives the memory side.)
 # - How many micro-batches would bring your bubble under 5%? What does a larger $M$ cost,
 #   at a fixed global batch?
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*

@@ -276,3 +276,6 @@ else:
 # had used the token-level standard error instead, how many sequences would you have
 # thought were enough, and how wide would the true interval have been for that many?
 # (Not graded: a sentence for yourself.)
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*

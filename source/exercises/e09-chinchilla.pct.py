@@ -232,3 +232,9 @@ judge("e09-chinchilla", "check_numbers", globals())
 # and would the model you computed have been trained on more or fewer tokens than the rule of thumb
 # suggests? How much higher is the loss if you train at $D = 20N$ instead, at the same $C$?
 # (Not graded: a sentence for yourself. The last question is one line of code.)
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*
+
+# %%
+# Your one line of code (not graded):

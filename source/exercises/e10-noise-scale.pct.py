@@ -248,3 +248,6 @@ plt.show()
 # of steps fall, and how many more examples would the run consume? The paper also finds that the
 # noise scale grows as the loss falls: what does that suggest about keeping one batch size for a
 # whole run? (Not graded: a few sentences for yourself.)
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*

@@ -320,3 +320,6 @@ plt.show()
 #   a scale between the two failures by itself.
 # - bf16 has fp32's exponent range (its smallest normal is $2^{-126}$). Would these gradients
 #   underflow in bf16? What does bf16 give up instead?
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*

@@ -310,3 +310,6 @@ print(f"size of the difference between the clipped and the unclipped first step,
 # - PaLM's spikes came with clipping on, late in training, at irregular times. Which of your
 #   three runs resembles that, and which of PaLM's remedies (restart earlier, skip the batches)
 #   would have helped here?
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*

@@ -363,3 +363,6 @@ plt.show()
 #   problem?
 # - Put GPT-3's 175 billion parameters into your expression ($K$ is negligible). How many bytes
 #   is one checkpoint of the weights and AdamW's state in fp32, and what share of it is the RNG?
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*

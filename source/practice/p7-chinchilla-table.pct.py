@@ -289,3 +289,6 @@ except NotImplementedError:
 # the caption does? Then look at `flops_check`: which printed row is not internally consistent, and by
 # how much? (Not graded: a few sentences for yourself. If your variant uses the refit, compare with a
 # neighbour who has the printed constants.)
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*

@@ -244,3 +244,6 @@ except (NotImplementedError, NameError):
 # how would you make it more reliable without a larger batch? And by McCandlish et al.'s
 # $S/S_{min} = 1 + B_{noise}/B$, how many times the minimum number of steps would a run at
 # `b_small` per step need, if $B_{simple}$ stood in for $B_{noise}$? (Not graded: a few lines for yourself.)
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*

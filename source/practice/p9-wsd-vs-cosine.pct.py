@@ -267,3 +267,6 @@ except NameError:
 # only 10% of the run, compare with a neighbour whose decay is 20% or 30%. Finally: you need a model
 # trained for 60% of `total` steps. How would you get it from the WSD run, and what would you have to
 # do with the cosine run? (Not graded: a few sentences for yourself.)
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*

@@ -257,3 +257,6 @@ judge("w2-compute", "check_numbers", globals())
 # How many GPUs of the same kind would finish it in a week at your utilization? If your
 # variant recomputes activations, how many days would it save to drop recomputation,
 # supposing the memory allowed it? (Not graded: a sentence for yourself.)
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*

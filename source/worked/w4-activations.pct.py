@@ -313,3 +313,6 @@ judge("w4-activations", "check_ratio", globals())
 # Would your variant's activations fit on one 80 GB GPU beside its model states? If your
 # strategy is `none`, what would `selective` save, and at what price? If it is `full`, how
 # much memory would `selective` need instead? (Not graded: a sentence for yourself.)
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*
