@@ -953,6 +953,26 @@ def _report_setup(fd, report):
     os.close(fd)
 
 
+def loopback_up(layers):
+    """Bring up `lo` in the sandbox's own network namespace (it starts down).
+
+    The namespace holds nothing but its loopback, so this reaches no other host: it lets a
+    notebook's processes talk to each other on 127.0.0.1, as torch.distributed's gloo
+    backend needs. Done while the process still has CAP_NET_ADMIN, before the uid drop.
+    """
+    import fcntl
+    import struct
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            request = struct.pack("16sH14x", b"lo", 0)
+            flags = struct.unpack("16sH14x", fcntl.ioctl(probe, siocgifflags, request))[1]
+            fcntl.ioctl(probe, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
+        layers["loopback"] = True
+    except OSError as exc:
+        layers["loopback_detail"] = str(exc)
+
+
 def build_root(job, config, uid, layers, strict=False):
     """A fresh root made of read-only binds, with private /tmp and /work; pivot into it.
 
@@ -977,6 +997,8 @@ def build_root(job, config, uid, layers, strict=False):
             soft(name, exc)
     if layers.get("uts_namespace"):
         _libc.sethostname(b"sandbox", 7)
+    if layers.get("network_namespace"):
+        loopback_up(layers)
     root = config["mount_root"]
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
     # private writable places first, so that a bind below one of them stays visible

@@ -506,7 +506,7 @@ class FsdpOutputs:
             if counts != [int(v) for row in r for v in row]:
                 wrong.append(i)
         if wrong:
-            return Outcome(FAIL, f"{len(wrong)} of {len(ref)} hidden FSDP runs (numbers "
+            return Outcome(FAIL, f"{len(wrong)} of {len(ref)} hidden runs of FSDP (numbers "
                                  f"{', '.join(map(str, wrong))}) give byte counts that differ from what the ranks hold.")
         return Outcome(PASS)
 

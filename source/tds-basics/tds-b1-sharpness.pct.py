@@ -84,10 +84,11 @@ stable_lrs = [i for i, lr in enumerate(params["lrs"]) if lr * sharpness < 2.0]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_sharpness", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
-assert isinstance(sharpness, (int, float)), "sharpness should be a Python number"
-assert isinstance(stable_lr_limit, (int, float)), "stable_lr_limit should be a Python number"
-assert isinstance(stable_lrs, list) and all(isinstance(i, int) for i in stable_lrs), \
+assert isinstance(sharpness, numbers.Real), "sharpness should be a number"
+assert isinstance(stable_lr_limit, numbers.Real), "stable_lr_limit should be a number"
+assert isinstance(stable_lrs, list) and all(isinstance(i, numbers.Integral) for i in stable_lrs), \
     "stable_lrs should be a list of ints"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge

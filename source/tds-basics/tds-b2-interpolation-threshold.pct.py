@@ -74,11 +74,12 @@ exact_fit_dims = [max(p - n, 0) for p in ps]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_threshold", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
 for _name in ("interpolating", "unfit_dims", "exact_fit_dims"):
     assert isinstance(globals()[_name], list), f"{_name} should be a list of ints"
-    assert all(isinstance(i, int) for i in globals()[_name]), f"{_name} should hold ints"
-assert isinstance(threshold_parameters, int), "threshold_parameters is a count: make it an int"
+    assert all(isinstance(i, numbers.Integral) for i in globals()[_name]), f"{_name} should hold ints"
+assert isinstance(threshold_parameters, numbers.Integral), "threshold_parameters is a count: make it an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("tds-b2-interpolation-threshold", "check_threshold", globals())

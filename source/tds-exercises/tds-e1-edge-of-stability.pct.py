@@ -104,11 +104,12 @@ steps_to_grow = math.ceil(math.log(params["growth"]) / math.log(max(abs(m) for m
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
-assert isinstance(threshold_lr, (int, float)), "threshold_lr should be a Python number"
+assert isinstance(threshold_lr, numbers.Real), "threshold_lr should be a number"
 assert isinstance(multipliers, list) and len(multipliers) == len(params["curvatures"]), "one multiplier per direction"
-assert isinstance(unstable, list) and all(isinstance(i, int) for i in unstable), "unstable holds ints"
-assert isinstance(steps_to_grow, int), "steps_to_grow is a count of steps: an int"
+assert isinstance(unstable, list) and all(isinstance(i, numbers.Integral) for i in unstable), "unstable holds ints"
+assert isinstance(steps_to_grow, numbers.Integral), "steps_to_grow is a count of steps: an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("tds-e1-edge-of-stability", "check_numbers", globals())

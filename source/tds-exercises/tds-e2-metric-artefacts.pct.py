@@ -124,12 +124,13 @@ accuracy_at_emergence = params["target"] ** (1 / L)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
 for _name in ("token_accuracy", "exact_match"):
     assert isinstance(globals()[_name], list) and len(globals()[_name]) == len(params["sizes"]), \
         f"{_name} should be a list with one number per size"
 for _name in ("emergence_size", "accuracy_at_emergence"):
-    assert isinstance(globals()[_name], (int, float)), f"{_name} should be a Python number"
+    assert isinstance(globals()[_name], numbers.Real), f"{_name} should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("tds-e2-metric-artefacts", "check_numbers", globals())

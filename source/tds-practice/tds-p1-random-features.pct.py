@@ -110,11 +110,12 @@ peak_features = params["feature_counts"][test_errors.index(max(test_errors))]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_sweep", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
 for _name in ("test_errors", "train_errors"):
     assert isinstance(globals()[_name], list) and len(globals()[_name]) == len(params["feature_counts"]), \
         f"{_name} should be a list with one error per feature count"
-assert isinstance(peak_features, int), "peak_features is a feature count: an int"
+assert isinstance(peak_features, numbers.Integral), "peak_features is a feature count: an int"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("tds-p1-random-features", "check_sweep", globals())

@@ -121,11 +121,12 @@ lr_shift_decades = math.log10(sp_best_lrs[narrow] / sp_best_lrs[wide])
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 4, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
 for _name in ("update_growth", "sp_best_lrs", "mup_best_base_lrs"):
     assert isinstance(globals()[_name], list) and len(globals()[_name]) == len(params["widths"]), \
         f"{_name} should be a list with one number per width"
-assert isinstance(lr_shift_decades, (int, float)), "lr_shift_decades should be a Python number"
+assert isinstance(lr_shift_decades, numbers.Real), "lr_shift_decades should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("tds-t1-mup-transfer", "check_numbers", globals())

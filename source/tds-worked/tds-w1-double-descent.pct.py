@@ -202,10 +202,11 @@ risk_all_features = risk(q["D"], **q)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 3, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
 assert isinstance(risks, list) and len(risks) == len(params["feature_counts"]), "one risk per feature count"
-assert isinstance(crossover_features, int), "crossover_features is a count of features: an int"
-assert isinstance(risk_all_features, (int, float)), "risk_all_features should be a Python number"
+assert isinstance(crossover_features, numbers.Integral), "crossover_features is a count of features: an int"
+assert isinstance(risk_all_features, numbers.Real), "risk_all_features should be a number"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("tds-w1-double-descent", "check_numbers", globals())
