@@ -385,3 +385,6 @@ except (NameError, TypeError):
 #   reduce-scatter of the gradients per step, against one all-reduce for plain data
 #   parallelism (e07's `zero3_volume_ratio`). Which of the two collectives you built here is
 #   half of an all-reduce?
+
+# %% [markdown]
+# *Your answer, for yourself (not graded): double-click this cell and write it here.*
