@@ -7,8 +7,6 @@ course root (ignored by git), so no system path or root access is needed.
 """
 import os
 
-from graders.nbgrader_hooks import GradedStudent, HiddenTestsOutOfTracebacks
-
 c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -58,9 +56,9 @@ c.Autograde.create_student = True
 # 0 for any output on stderr. HiddenTestsOutOfTracebacks drops the hidden tests'
 # lines from a failing test cell's traceback, which formgrader and feedback show.
 c.Autograde.autograde_preprocessors = [
-    GradedStudent,
+    "graders.nbgrader_hooks.GradedStudent",
     "nbgrader.preprocessors.Execute",
-    HiddenTestsOutOfTracebacks,
+    "graders.nbgrader_hooks.HiddenTestsOutOfTracebacks",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -83,7 +81,7 @@ c.GenerateAssignment.create_assignment = True
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    HiddenTestsOutOfTracebacks,   # also for notebooks autograded before it was configured
+    "graders.nbgrader_hooks.HiddenTestsOutOfTracebacks",   # also for notebooks autograded before it was configured
     "nbgrader.preprocessors.ClearHiddenTests",
     # the page's styles in a <style> element: JupyterLab opens feedback untrusted, with no scripts
     "graders.pages.FeedbackStyle",

@@ -7,6 +7,10 @@ the parent watches every task's clock and, past its deadline, kills that one
 worker, reports the task as timed out and forks a fresh worker in its place.
 The other workers, and their warm caches, carry on.
 
+A worker dies with the process that forked it (PR_SET_PDEATHSIG): a grading
+process killed outright leaves no orphan to finish, and record, a grading whose
+sandboxes went with it.
+
 Workers are forked from the grading process, which is trusted: requests and
 results travel pickled, as they do in ProcessPoolExecutor. A result larger
 than `max_result_bytes` is refused, so a runaway result cannot fill this
@@ -22,6 +26,14 @@ from dataclasses import dataclass
 from multiprocessing.connection import Pipe, wait
 
 MAX_RESULT_BYTES = 1 << 30
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this process when `parent` dies (or now, if it already has)."""
+    from .sandbox_worker import PR_SET_PDEATHSIG, prctl
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 @dataclass
@@ -44,10 +56,12 @@ class LocalPool:
     # ---------------------------------------------------------------- workers
     def _spawn(self) -> _Worker:
         parent, child = Pipe(duplex=True)
+        me = os.getpid()
         pid = os.fork()
         if pid == 0:
             code = 0
             try:
+                _die_with(me)
                 parent.close()
                 for other in self.workers:
                     other.conn.close()

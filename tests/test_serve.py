@@ -114,6 +114,21 @@ class Course:
         raise AssertionError(f"timed out waiting for {what}:\n{self.log()}")
 
 
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running, not merely a zombie waiting for its parent."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def visible_text(page: str) -> str:
     return re.sub(r"<[^>]+>", " ", page)
 
@@ -211,7 +226,15 @@ def test_killed_mid_burst_every_submission_graded_once(tmp_path):
     course.start()
     course.wait_for(lambda: sum(a.state == "graded" for n in names for a in course.attempts(n)) >= 2,
                     what="the first grades")
+    helpers = children(course.service.pid)
+    assert helpers, "the service grades in child processes"
     course.stop(signal.SIGKILL)
+    # nothing the killed service started lives on to finish (and record) a grading without it:
+    # the kernel kills its workers with it, long before one could finish a notebook
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(alive(pid) for pid in helpers):
+        time.sleep(0.2)
+    assert not [pid for pid in helpers if alive(pid)], "a grading process outlived the killed service"
     course.start()
     try:
         course.wait_for(lambda: all([a.state for a in course.attempts(n)] == ["graded"] for n in names),
