@@ -115,12 +115,13 @@ class AssignmentList:
             self.submitted.get_by_role("button", name="Fetch Feedback", exact=True).first.click()
             # the list is redrawn when the fetch returns: "Fetching Feedback..." reads "Fetch Feedback" again
             self.submitted.get_by_role("button", name="Fetch Feedback", exact=True).first.wait_for()
-            if self.feedback_file(timestamp).exists():
+            # "(view feedback)" shows once the fetched copy equals the released one (nbgrader compares
+            # checksums): a page fetched while it was still being copied is fetched again
+            if self.feedback_file(timestamp).exists() and self.row(timestamp).get_by_text("(view feedback)").count():
                 break
             assert time.monotonic() < deadline, \
                 f"no feedback for the submission of {timestamp} in {FEEDBACK_WAIT:g} s:\n{service_log()}"
             time.sleep(2)
-        self.row(timestamp).get_by_text("(view feedback)").wait_for()
 
     def open_feedback(self, timestamp: str, show: str) -> str:
         """Follow "(view feedback)", open the page in JupyterLab, scroll to the line `show`;
