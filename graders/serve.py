@@ -418,9 +418,13 @@ class Service:
         if why:
             mine.state, mine.why, mine.finished = "refused", why, time.time()
             journal.save(job.student, attempts)
-            with contextlib.suppress(Exception):
-                release_refusal(self.config, self.root, job.assignment, job.folder, why)
             self.say(f"{job.student} {job.assignment}: not graded ({why.split(',')[0]})")
+            try:
+                release_refusal(self.config, self.root, job.assignment, job.folder, why)
+            except Exception as exc:  # noqa: BLE001 - said, and kept in the history; the service goes on
+                mine.why = f"{why} The student was not told: {exc}"[:600]
+                journal.save(job.student, attempts)
+                self.say(f"{job.student} {job.assignment}: the refusal could not be released ({exc})")
             return True
         mine.state = "grading"
         journal.save(job.student, attempts)

@@ -298,3 +298,24 @@ def test_instant_feedback_names_the_check_but_no_direction():
     assert "too large" not in text and "too small" not in text
     assert any("too large" in line or "too small" in line for line in batch["feedback"])
     assert json.dumps(instant["checks"]) == json.dumps(batch["checks"])
+
+
+def test_a_refusal_that_cannot_be_released_is_said_and_kept(tmp_path, monkeypatch):
+    """Past the limit, if the refusal page cannot reach the student, the service says so and the
+    attempt's history keeps why: never a silent refusal."""
+    import io
+    service = serve.Service(tmp_path, [ASSIGNMENT], out=io.StringIO())
+    service.root, service.config = tmp_path, None
+    service.policy = serve.Policy(attempts=1)
+    service.journals = {ASSIGNMENT: serve.AttemptJournal(tmp_path, ASSIGNMENT)}
+    service.journals[ASSIGNMENT].save("maria", [serve.Attempt("one", "2026-03-01 10:00:00.000000 UTC",
+                                                              state="graded", score=1.0)])
+
+    def broken(*args):
+        raise OSError("the exchange's feedback folder is read-only")
+    monkeypatch.setattr(serve, "release_refusal", broken)
+    job = serve._Job("maria", ASSIGNMENT, "two", "2026-03-01 11:00:00.000000 UTC")
+    assert service._admit(job) is True
+    refused = service.journals[ASSIGNMENT].load("maria")[-1]
+    assert refused.state == "refused" and "was not told" in refused.why and "read-only" in refused.why
+    assert "the refusal could not be released" in service.out.getvalue()
