@@ -1,22 +1,33 @@
-"""The student's JupyterLab as README's "A student" sets it up, in headless chromium.
+"""README's "A student" and "An instructor" paths, in headless chromium.
 
 From a fresh copy of the course released with the README's instructor commands, the student's
 own machine gets the README's nbgrader config and extension commands, and JupyterLab is started
 as step 3 says. The page shows the Assignment List and Validate, and no formgrader, Create
 Assignment or course list; Validate's "Success!" sits beside the notebook's note on what it does
-not check; Submit files the work as the README's student. Screenshots go to tests/artifacts/.
+not check; Submit files the work as the README's student.
+
+The instructor's path: from a fresh copy, steps 1-2 run as written (no --force) on two students'
+work submitted as the README's student does; then, with the network unreachable, formgrader's
+Manual Grading shows the gradebook's scores (step 3), its Generate and Release Feedback buttons
+make feedback with no hidden test and no raw formula (step 4), and `chapter status` in the
+instructor's terminal prints the chapter (step 5). Screenshots go to tests/artifacts/.
 """
 from __future__ import annotations
 
+import html
 import re
+import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from tests.test_browser import ARTIFACTS, Lab, browser, page, quiet_news, run_menu, shot  # noqa: F401
+from tests.test_browser import (ARTIFACTS, Lab, browser, formgrader_action, page, quiet_news,  # noqa: F401
+                                run_menu, shot)
+from tests.test_offline_pages import RAW_FORMULAS, offline
 from tests.test_readme_paths import (COURSE_ID, REPO, clean_env, commands, fresh_course, readme_section,
                                      run, steps, student_setup)
 
@@ -94,5 +105,166 @@ def test_the_students_lab_as_the_readme_sets_it_up(tmp_path, page):  # noqa: F81
         while not any(inbound.glob("*+worked+*")) and time.monotonic() < deadline:
             time.sleep(0.5)
         assert sorted(p.name.split("+")[0] for p in inbound.iterdir()) == [env["JUPYTERHUB_USER"]]
+    finally:
+        lab.stop()
+
+
+# --- the instructor --------------------------------------------------------------------
+
+NBCONVERT_MATHJAX = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"
+
+
+def hidden_test_lines() -> list[str]:
+    """The lines between BEGIN and END HIDDEN TESTS in w1-memory's source notebook."""
+    nb = nbformat.read(REPO / "source" / "worked" / "w1-memory.ipynb", as_version=4)
+    found = []
+    for cell in nb.cells:
+        inside = False
+        for line in cell.source.splitlines():
+            if "END HIDDEN TESTS" in line:
+                inside = False
+            elif inside and line.strip():
+                found.append(line.strip())
+            elif "BEGIN HIDDEN TESTS" in line:
+                inside = True
+    return found
+
+
+def submit_as_the_readme_student(course, home, student: str, answer) -> None:
+    """README's "A student" set-up with `student` for maria (the README says maria stands for the
+    student's course id), then step 7's terminal fetch and submit, with `answer` written between."""
+    env, work = student_setup(course, home)
+    config = home / ".jupyter" / "nbgrader_config.py"
+    config.write_text(config.read_text().replace('"maria"', f'"{student}"'))
+    env["JUPYTERHUB_USER"] = student
+    fetch, submit = re.findall(r"`(nbgrader (?:fetch_assignment|submit) worked)`", readme_section("A student"))
+    run(fetch, work, env)
+    answer(work / COURSE_ID / "worked" / "w1-memory.ipynb")
+    run(submit, work, env)
+
+
+def the_solution(path) -> None:
+    """The published solution, unchanged: every check passes."""
+    nbformat.write(nbformat.read(REPO / "solutions" / "worked" / "w1-memory.ipynb", as_version=4), path)
+
+
+@pytest.mark.slow
+def test_the_instructors_path_as_the_readme_gives_it(tmp_path, page):  # noqa: F811
+    """README "An instructor" from a fresh copy: steps 1-2 as written, on a correct and a wrong
+    submission; in formgrader, offline, Manual Grading shows the gradebook's scores with the wrong
+    one's tests failed (3); Generate and Release Feedback give each student feedback with results,
+    no hidden test and no raw formula (4); `chapter status` prints the chapter's status (5)."""
+    instructor = steps(readme_section("An instructor"))
+    release, grade = commands(instructor[1]), commands(instructor[2])
+    assert not any("--force" in line for line in release + grade), "the README's path needs no --force"
+    course = fresh_course(tmp_path / "course")
+    env = clean_env()
+    for line in release:
+        run(line, course, env)
+    students = {"maria": the_solution, "grace": right_form_wrong_numbers}
+    for student, answer in students.items():
+        submit_as_the_readme_student(course, tmp_path / student, student, answer)
+    for line in grade:
+        run(line, course, env)
+
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", COURSE_ID) as gb:
+        scored = {s: gb.find_submission_notebook("w1-memory", "worked", s) for s in students}
+        scores = {s: (nb.score, nb.max_score, bool(nb.failed_tests)) for s, nb in scored.items()}
+    assert scores["maria"][0] == scores["maria"][1] > 0 and not scores["maria"][2], scores
+    assert 0 < scores["grace"][0] < scores["grace"][1] and scores["grace"][2], scores
+
+    home = tmp_path / "instructor"
+    quiet_news(home / ".jupyter")
+    terminal_settings = home / ".jupyter" / "lab" / "user-settings" / "@jupyterlab" / "terminal-extension"
+    terminal_settings.mkdir(parents=True)
+    # xterm's screen-reader rows hold the terminal's text, so the test can read what it prints
+    (terminal_settings / "plugin.jupyterlab-settings").write_text('{"screenReaderMode": true}')
+    lab_env = clean_env(HOME=str(home), JUPYTER_CONFIG_DIR=str(home / ".jupyter"))
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    tried = offline(page)
+    lab = Lab(course, lab_env, ARTIFACTS / "readme-instructor-lab.log")
+    try:
+        # steps 1-2, as formgrader shows them: worked released, both submissions collected
+        page.goto(lab.url("/formgrader"))
+        row = page.locator("#main-table tr", has=page.locator("td", has_text=re.compile("^worked$")))
+        row.locator("td.num-submissions", has_text=re.compile(rf"^\s*{len(students)}\s*$")).wait_for()
+        assert "released" in row.locator("td.status").inner_text().lower(), row.inner_text()
+        shot(page, "readme-instructor-1-2-released-and-collected")
+
+        # step 3: Manual Grading shows every submission's scores, as the gradebook holds them
+        page.locator(".nav a", has_text="Manual Grading").click()
+        page.get_by_role("link", name="worked", exact=True).click()
+        page.get_by_role("link", name="w1-memory", exact=True).click()
+        page.locator("tbody tr", has_text="Submission #").first.wait_for()
+        page.locator("#toggle_names").click()
+        heads = [h.strip() for h in page.locator("thead th").all_inner_texts()]
+        for student, (score, max_score, failed) in scores.items():
+            cells = page.locator("tbody tr", has_text=student).locator("td")
+            shown = [c.strip() for c in cells.all_inner_texts()]
+            assert shown[heads.index("Overall Score")] == f"{score:g} / {max_score:g}", (student, shown)
+            ticked = cells.nth(heads.index("Tests Failed?")).locator(".glyphicon-ok").count()
+            assert ticked == int(failed), (student, shown)
+        shot(page, "readme-instructor-3-manual-grading")
+
+        # step 4: Generate Feedback, then Release Feedback, with formgrader's buttons
+        page.locator(".nav a", has_text="Manage Assignments").click()
+        page.locator("#main-table").get_by_text("worked").first.wait_for()
+        formgrader_action(page, "worked", "generate-feedback", "Successfully generated feedback")
+        row.locator("td.release-feedback a").click()
+        modal = page.locator(".modal-dialog:visible")
+        modal.get_by_text("Successfully released feedback of 'worked'.").wait_for(timeout=180_000)
+        page.locator(".modal.in").wait_for()
+        page.wait_for_timeout(800)           # bootstrap's fade-in, over before the screenshot
+        shot(page, "readme-instructor-4-feedback-released")
+        modal.locator(".modal-footer button").first.click()
+        modal.wait_for(state="hidden")
+        released = list((course / "exchange" / COURSE_ID / "feedback").glob("*.html"))
+        assert len(released) == len(students), released
+        hidden = hidden_test_lines()
+        assert len(hidden) >= 4, hidden
+        for student, (score, max_score, _) in scores.items():
+            feedback = course / "feedback" / student / "worked" / "w1-memory.html"
+            assert feedback.exists(), f"no feedback for {student}"
+            page.goto(feedback.as_uri())
+            body = page.locator("body")
+            text = body.inner_text()
+            assert f"w1-memory (Score: {score:.1f} / {max_score:.1f})" in text, (student, text[:600])
+            assert ("✗" in text) == (student == "grace"), student
+            source = html.unescape(feedback.read_text())
+            for line in hidden:
+                assert line not in text and line not in source, f"{student}'s feedback shows {line!r}"
+            assert body.evaluate(RAW_FORMULAS) == [], f"{student}'s feedback has raw formulas"
+            if student == "grace":
+                page.get_by_text("✗").first.scroll_into_view_if_needed()
+                shot(page, "readme-instructor-4-feedback-wrong-numbers")
+
+        # step 5: `chapter status`, as written, in the instructor's terminal
+        status = re.findall(r"`(chapter status)`", instructor[5])
+        assert status == ["chapter status"], instructor[5]
+        printed = run(status[0], course, env)
+        assert re.search(r"II\.8 Training at Scale · M3 \S+ · draft", printed), printed
+        assert re.search(r"mathematics\s+1/\d+\s+derive it, then compute it", printed), printed
+        assert "minutes of reading" in printed, printed
+        activate = re.findall(r"`(\. \.venv/bin/activate)`", readme_section("An instructor"))
+        assert activate == [". .venv/bin/activate"], activate
+        (course / ".venv").symlink_to(Path(sys.prefix))     # the course's environment, as `make` makes it
+        page.goto(lab.url("/lab"))
+        page.locator(".jp-LauncherCard", has_text=re.compile("^Terminal$")).click()
+        terminal = page.locator(".jp-Terminal:visible")
+        screen = terminal.locator(".xterm-accessibility-tree")
+        screen.wait_for(state="attached")
+        page.wait_for_timeout(2000)          # the shell's prompt
+        terminal.locator(".xterm").click()
+        page.keyboard.type(f"{activate[0]} && {status[0]}\n")
+        screen.get_by_text(re.compile("minutes of reading")).wait_for(state="attached", timeout=300_000)
+        on_screen = " ".join(screen.text_content().split())
+        for line in printed.splitlines():
+            assert " ".join(line.split()) in on_screen, (line, on_screen)
+        page.wait_for_timeout(1000)
+        shot(page, "readme-instructor-5-chapter-status")
+        # nothing reached the network; the only attempts are the MathJax <script> that nbconvert's
+        # templates (and so nbgrader's feedback) still carry, which the MathML formulas do not need
+        assert all(url.startswith(NBCONVERT_MATHJAX) for url in tried), tried
     finally:
         lab.stop()
