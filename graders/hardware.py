@@ -4,7 +4,7 @@ One place for every device figure a problem uses (memory, HBM bandwidth, dense B
 tensor peaks), so that w1, w2 and e07 cannot drift apart. Figures are stored as the datasheet
 prints them; the dense peaks are derived here.
 
-Dense and sparse. NVIDIA's datasheets for H100, H200 and the DGX/HGX B200 print the
+Dense and sparse. NVIDIA's datasheets for H100, H200 and the DGX and HGX B200 print the
 tensor-core peaks *with 2:4 structured sparsity* only (marked "* With sparsity"); the dense peak
 that a training run can approach is half of it. The A100 datasheet and AMD's MI300X datasheet
 print the dense peak with the sparse one beside it (we store the dense one). V100 predates
@@ -23,7 +23,9 @@ Sources (the vendor's datasheet of each part):
 - NVIDIA DGX B200 datasheet: 8 Blackwell GPUs, 1,440 GB total GPU memory, 64 TB/s HBM3e
   bandwidth, 72 PFLOPS FP8 training (sparse); the HGX B200 table prints FP16/BF16 tensor core
   36 PFLOPS and FP8 72 PFLOPS for 8 GPUs, with sparsity. Per GPU: 180 GB, 8 TB/s, 4.5 PFLOPS
-  BF16 and 9 PFLOPS FP8 sparse.
+  BF16 and 9 PFLOPS FP8 sparse. The memory is the DGX B200's: the 192 GB often quoted for a
+  B200 is not what this datasheet gives its GPUs, so the device is named after the product
+  whose figures it carries.
 - AMD Instinct MI300X accelerator datasheet: 192 GB HBM3, 5.3 TB/s peak memory bandwidth,
   peak BF16 1307.4 TFLOPs (2614.9 with structured sparsity), peak FP8 2614.9 TFLOPs
   (5229.8 with structured sparsity).
@@ -65,7 +67,7 @@ H100 = Accelerator("NVIDIA H100 SXM", "NVIDIA H100 Tensor Core GPU datasheet",
                    80e9, 3.35e12, 1979e12, 3958e12, printed_sparse=True)
 H200 = Accelerator("NVIDIA H200 SXM", "NVIDIA H200 Tensor Core GPU datasheet",
                    141e9, 4.8e12, 1979e12, 3958e12, printed_sparse=True)
-B200 = Accelerator("NVIDIA B200 (DGX/HGX B200)", "NVIDIA DGX B200 datasheet (per GPU: 1/8 of the system)",
+B200 = Accelerator("NVIDIA B200 (DGX B200)", "NVIDIA DGX B200 datasheet (per GPU: 1/8 of the system)",
                    1440e9 / 8, 64e12 / 8, 36e15 / 8, 72e15 / 8, printed_sparse=True)
 MI300X = Accelerator("AMD Instinct MI300X", "AMD Instinct MI300X accelerator datasheet",
                      192e9, 5.3e12, 1307.4e12, 2614.9e12, printed_sparse=False)

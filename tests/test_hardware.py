@@ -57,6 +57,17 @@ def test_dense_peaks(device, dense_bf16, dense_fp8):
     assert device.dense_fp8 == (None if dense_fp8 is None else pytest.approx(dense_fp8, rel=1e-12))
 
 
+def test_b200_is_named_after_the_product_whose_memory_figure_it_carries():
+    """B200's 180 GB is the DGX B200 datasheet's 1,440 GB over 8 GPUs, not the 192 GB often quoted;
+    the device's name, its datasheet and w1's notebook all say DGX B200."""
+    from tests.conftest import REPO
+    assert hardware.B200.memory_bytes == 1440e9 / 8 != 192e9
+    assert "DGX B200" in hardware.B200.name and "DGX B200" in hardware.B200.datasheet
+    w1 = (REPO / "source" / "worked" / "w1-memory.pct.py").read_text()
+    assert f'"device": "{hardware.B200.name}", "memory_bytes": 180e9' in w1
+    assert "DGX B200 datasheet prints 1,440 GB for its 8 GPUs" in w1
+
+
 def test_every_device_is_listed_by_name():
     """ACCELERATORS holds every device once, under its own name."""
     assert set(hardware.ACCELERATORS) == {d.name for d in (

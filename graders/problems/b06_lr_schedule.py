@@ -155,13 +155,13 @@ class LRScheduleProblem(Problem):
         Mistake(
             "cosine-from-step-zero",
             "the cosine's phase was counted from step 0; it starts where the warmup ends, "
-            "(t − W)/(T − W).",
+            "(t − W)/(n_steps − W).",
             lambda q: _only(("lr_at_steps", "lr_probe"), _answers(q, from_zero=True)),
         ),
         Mistake(
             "cosine-past-the-end",
-            "the cosine was continued past step T, where it rises again (as CosineAnnealingLR does "
-            "past T_max); after T the schedule stays at the floor η_min.",
+            "the cosine was continued past step n_steps, where it rises again (as CosineAnnealingLR "
+            "does past T_max); after n_steps the schedule stays at the floor η_min.",
             lambda q: _only(("lr_at_steps", "lr_probe"), _answers(q, periodic=True)),
         ),
     )

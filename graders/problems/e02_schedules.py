@@ -34,7 +34,8 @@ from ..numeric import Number, Numbers
 from ..problem import Mistake, Problem
 from ..symbolic import Expr, symbols_for
 
-EXPR_SYMBOLS = ("eta_max", "eta_min", "W", "T", "t")
+# n_steps is the run's total step count (the chapter keeps T for the sequence length)
+EXPR_SYMBOLS = ("eta_max", "eta_min", "W", "n_steps", "t")
 LR_RTOL = 1e-6
 LR_ATOL = 1e-15
 
@@ -99,7 +100,7 @@ def cosine_expr(to_zero=False, from_zero=False):
     low = 0 if to_zero else s["eta_min"]
     start = 0 if from_zero else s["W"]
     return low + sympy.Rational(1, 2) * (s["eta_max"] - low) * (
-        1 + sympy.cos(sympy.pi * (s["t"] - start) / (s["T"] - start)))
+        1 + sympy.cos(sympy.pi * (s["t"] - start) / (s["n_steps"] - start)))
 
 
 def _answers(q, cos_kw=None, wsd_kw=None, expr_kw=None):
@@ -167,7 +168,7 @@ class SchedulesProblem(Problem):
         Mistake(
             "cosine-from-step-zero",
             "the cosine's phase was counted from step 0; it starts where the warmup ends, "
-            "(t − W)/(T − W).",
+            "(t − W)/(n_steps − W).",
             lambda q: _only(("lr_cosine", "area_cosine", "cosine_expr"),
                             _answers(q, cos_kw={"from_zero": True}, expr_kw={"from_zero": True})),
         ),
@@ -180,7 +181,7 @@ class SchedulesProblem(Problem):
         ),
         Mistake(
             "wsd-to-zero",
-            "the WSD decay was taken down to zero; it ends at the floor η_min at step T.",
+            "the WSD decay was taken down to zero; it ends at the floor η_min at step n_steps.",
             lambda q: _only(("lr_wsd", "area_wsd"), _answers(q, wsd_kw={"to_zero": True})),
         ),
         Mistake(

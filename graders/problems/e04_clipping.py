@@ -31,6 +31,9 @@ from ..symbolic import Expr, symbols_for
 
 EPS = 1e-6          # torch adds this to the total norm before dividing
 FUNCTION = "clip_grad_norm"
+# clip_coef_expr's symbols: the tensor count, each tensor's norm, and the threshold (the
+# chapter's M, torch's max_norm)
+SYMBOLS = ("n_tensors", "g", "M")
 
 
 # --- the reference: torch -------------------------------------------------------------
@@ -99,10 +102,10 @@ def _wrong_clip(kind, grads, max_norm):
 
 
 def _expr(kind="global"):
-    s = symbols_for(("L", "g", "c"))
-    L, g, c = s["L"], s["g"], s["c"]
-    return {"global": c / (sympy.sqrt(L) * g), "sum-of-norms": c / (L * g),
-            "squared-norm": c / (L * g ** 2), "per-tensor": c / g}[kind]
+    s = symbols_for(SYMBOLS)
+    n_tensors, g, m = s["n_tensors"], s["g"], s["M"]
+    return {"global": m / (sympy.sqrt(n_tensors) * g), "sum-of-norms": m / (n_tensors * g),
+            "squared-norm": m / (n_tensors * g ** 2), "per-tensor": m / g}[kind]
 
 
 def _mistake(kind, keys):
@@ -131,7 +134,7 @@ class ClippingProblem(Problem):
     strand = "mathematics"
     kind = "exercise"
     assignment = "exercises"
-    symbols = ("L", "g", "c")
+    symbols = SYMBOLS
     # One step's gradients of a small network (W1, b1, W2, b2, each flattened),
     # with the clipping thresholds that GPT-3, OPT-175B and LLaMA printed.
     variants = {
@@ -165,7 +168,7 @@ class ClippingProblem(Problem):
         },
     }
     checks = {
-        "clip_coef_expr": Expr(symbols=("L", "g", "c")),
+        "clip_coef_expr": Expr(symbols=SYMBOLS),
         "total_norm": Number(rtol=1e-6),
         "clip_coef": Number(rtol=1e-5),
         "clip_probe": Outputs(rtol=1e-5, atol=1e-9, points=2.0),

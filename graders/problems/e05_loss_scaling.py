@@ -128,7 +128,8 @@ def _mistake(kind, extra=None):
     return wrong
 
 
-_W = symbols_for(("W",))["W"]
+# the growth interval, as a symbol (the chapter keeps W for warmup steps)
+_N_GROWTH = symbols_for(("n_growth",))["n_growth"]
 
 
 class LossScalingProblem(Problem):
@@ -137,7 +138,7 @@ class LossScalingProblem(Problem):
     strand = "mathematics"
     kind = "exercise"
     assignment = "exercises"
-    symbols = ("W",)
+    symbols = ("n_growth",)
     variants = {
         "A": {  # torch GradScaler's init, growth and backoff; a gradient ceiling near 2**13
             "init_scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 8,
@@ -181,7 +182,7 @@ class LossScalingProblem(Problem):
         "scale_trajectory": Numbers(rtol=1e-9),
         "final_scale": Number(rtol=1e-9),
         "skipped_steps": Numbers(exact=True),
-        "skip_fraction_expr": Expr(symbols=("W",)),
+        "skip_fraction_expr": Expr(symbols=("n_growth",)),
     }
     cells = {
         "check_function": ("scaler_probe",),
@@ -199,7 +200,7 @@ class LossScalingProblem(Problem):
             "scale_trajectory": trajectory,
             "final_scale": final,
             "skipped_steps": [i for i, o in enumerate(params["overflow"]) if o],
-            "skip_fraction_expr": 1 / (_W + 1),
+            "skip_fraction_expr": 1 / (_N_GROWTH + 1),
         }
 
     mistakes = (
@@ -219,7 +220,7 @@ class LossScalingProblem(Problem):
             "late-growth",
             "the scale grew one step late; it grows on the update that ends the growth_interval-th "
             "consecutive clean step, so the next step already runs at the larger scale.",
-            _mistake("late-growth", {"skip_fraction_expr": 1 / (_W + 2)}),
+            _mistake("late-growth", {"skip_fraction_expr": 1 / (_N_GROWTH + 2)}),
         ),
         Mistake(
             "no-reset-after-growth",
@@ -236,7 +237,7 @@ class LossScalingProblem(Problem):
         Mistake(
             "cycle-without-skip",
             "the skipped step itself was left out when counting the length of one cycle.",
-            lambda q: {"skip_fraction_expr": 1 / _W},
+            lambda q: {"skip_fraction_expr": 1 / _N_GROWTH},
         ),
     )
 

@@ -25,16 +25,16 @@ from ..units import byte_unit_slips
 
 SECONDS_PER_DAY = 86_400
 GPUS_PER_NODE = 8          # the 8-GPU A100 servers of Kokolis et al.'s clusters
-SYMBOLS = ("delta", "M")
+SYMBOLS = ("delta", "Theta")   # Theta is the job's MTBF (Young and Daly write M)
 
 
 def young_interval(delta, mtbf):
-    """Young's first-order optimum: sqrt(2 delta M) (numbers or sympy symbols)."""
+    """Young's first-order optimum: sqrt(2 delta Theta) (numbers or sympy symbols)."""
     return sympy.sqrt(2 * delta * mtbf) if isinstance(delta, sympy.Basic) else (2 * delta * mtbf) ** 0.5
 
 
 def daly_interval(delta, mtbf):
-    """Daly's higher-order optimum (2006); M itself once delta >= 2M."""
+    """Daly's higher-order optimum (2006); Theta itself once delta >= 2 Theta."""
     if delta >= 2 * mtbf:
         return float(mtbf)
     xi = delta / (2 * mtbf)
@@ -58,7 +58,7 @@ def _answers(n, bytes_per_param, bandwidth, mtbf):
         "young_interval_seconds": young,
         "daly_interval_seconds": daly_interval(delta, mtbf),
         "waste_fraction": first_order_waste(delta, young, mtbf),
-        "interval_expr": young_interval(s["delta"], s["M"]),
+        "interval_expr": young_interval(s["delta"], s["Theta"]),
     }
 
 
@@ -134,13 +134,13 @@ class CheckpointingProblem(Problem):
         ),
         Mistake(
             "young-without-2",
-            "Young's interval lost its factor 2: minimising delta/tau + tau/(2M) gives "
-            "tau = sqrt(2 delta M).",
+            "Young's interval lost its factor 2: minimising delta/tau + tau/(2 Theta) "
+            "gives tau = sqrt(2 delta Theta).",
             lambda q: _young_without_2(q),
         ),
         Mistake(
             "daly-without-minus-delta",
-            "Daly's interval is the bracketed series times sqrt(2 delta M) minus delta; "
+            "Daly's interval is the bracketed series times sqrt(2 delta Theta) minus delta; "
             "the final - delta was left out.",
             lambda q: _daly_plus_delta(q),
         ),
@@ -186,7 +186,7 @@ def _young_without_2(q):
 def _daly_plus_delta(q):
     mtbf = job_mtbf(q["n_nodes"], q["failure_rate"])
     delta = q["N"] * q["bytes_per_param"] / q["write_bandwidth"]
-    if delta >= 2 * mtbf:   # the M branch has no - delta to forget
+    if delta >= 2 * mtbf:   # the Theta branch has no - delta to forget
         return {}
     return {"daly_interval_seconds": daly_interval(delta, mtbf) + delta}
 

@@ -37,7 +37,9 @@ from ..problem import Mistake, Problem
 from ..symbolic import Expr
 from ..units import byte_unit_slips
 
-SYMBOLS = ("K", "M")
+# The pipeline stages and micro-batches (GPipe's K and M; the chapter keeps K and M for
+# optimiser bytes and the clip threshold).
+SYMBOLS = ("n_stages", "n_micro")
 
 
 def allreduce_bytes(n, bytes_per_grad, p):
@@ -46,7 +48,7 @@ def allreduce_bytes(n, bytes_per_grad, p):
 
 
 def gpipe_bubble(stages, microbatches):
-    """Idle share of a GPipe schedule's total time: (K-1)/(M+K-1) (numbers or symbols)."""
+    """Idle share of a GPipe schedule's total time: (n_stages-1)/(n_micro+n_stages-1) (numbers or symbols)."""
     return (stages - 1) / (microbatches + stages - 1)
 
 
@@ -61,14 +63,14 @@ def zero3_volume_ratio(n, weight_bytes, bytes_per_grad, p):
 
 
 def _answers(n, bytes_per_grad, weight_bytes, p, bus_bandwidth, stages, microbatches):
-    k, m = (sympy.Symbol(name, positive=True) for name in SYMBOLS)
+    n_stages, n_micro = (sympy.Symbol(name, positive=True) for name in SYMBOLS)
     moved = allreduce_bytes(n, bytes_per_grad, p)
     return {
         "allreduce_bytes_per_device": moved,
         "allreduce_seconds": moved / bus_bandwidth,
         "zero3_volume_ratio": zero3_volume_ratio(n, weight_bytes, bytes_per_grad, p),
         "bubble_fraction": gpipe_bubble(stages, microbatches),
-        "bubble_expr": gpipe_bubble(k, m),
+        "bubble_expr": gpipe_bubble(n_stages, n_micro),
     }
 
 
@@ -193,14 +195,15 @@ class CommunicationProblem(Problem):
         ),
         Mistake(
             "narayanan-bubble",
-            "that is Narayanan et al.'s ratio, bubble time over ideal time, (p-1)/m; the "
+            "that is Narayanan et al.'s ratio, bubble time over ideal time, (n_stages-1)/n_micro; the "
             "question asks for GPipe's idle share of the total time.",
             lambda q: {"bubble_fraction": (q["stages"] - 1) / q["microbatches"],
-                       "bubble_expr": (sympy.Symbol("K", positive=True) - 1) / sympy.Symbol("M", positive=True)},
+                       "bubble_expr": (sympy.Symbol("n_stages", positive=True) - 1)
+                       / sympy.Symbol("n_micro", positive=True)},
         ),
         Mistake(
             "busy-share",
-            "that is the busy share of the pipeline, M/(M+K-1); the bubble is the idle share.",
+            "that is the busy share of the pipeline, n_micro/(n_micro+n_stages-1); the bubble is the idle share.",
             lambda q: {"bubble_fraction": 1 - gpipe_bubble(q["stages"], q["microbatches"])},
         ),
         *byte_unit_slips(lambda q: {"allreduce_bytes_per_device":

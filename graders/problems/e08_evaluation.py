@@ -8,8 +8,8 @@
 - The eval loss is a mean over sequences, the independent units (tokens inside
   one sequence are correlated), so its standard error is s / sqrt(n) with s the
   sample standard deviation (n - 1 in the denominator) of the per-sequence losses.
-  The number of sequences for a half-width h at z standard errors is
-  ceil((z s / h)**2).
+  The number of sequences for a half-width Delta_ell at z standard errors is
+  ceil((z s / Delta_ell)**2).
 - The student also writes a numerically stable `logsumexp(x)`, called on hidden
   logits around +-1e4 (a `Probe`) and compared with torch.logsumexp.
 
@@ -30,7 +30,8 @@ from ..problem import Mistake, Probe, Problem, seed_for
 from ..symbolic import Expr, symbols_for
 
 FUNCTION = "logsumexp"
-_S = symbols_for(("L_T", "L_B", "ell", "z", "sigma", "h"))
+# Delta_ell is the half-width of the interval on the loss (the chapter keeps h for the width)
+_S = symbols_for(("L_T", "L_B", "ell", "z", "sigma", "Delta_ell"))
 
 
 def _validate(q):
@@ -90,8 +91,8 @@ def _bpb(kind="right"):
 
 
 def _needed(kind="right"):
-    z, sigma, h = _S["z"], _S["sigma"], _S["h"]
-    return {"right": (z * sigma / h) ** 2, "not-squared": z * sigma / h}[kind]
+    z, sigma, half = _S["z"], _S["sigma"], _S["Delta_ell"]
+    return {"right": (z * sigma / half) ** 2, "not-squared": z * sigma / half}[kind]
 
 
 class EvaluationProblem(Problem):
@@ -100,7 +101,7 @@ class EvaluationProblem(Problem):
     strand = "mathematics"
     kind = "exercise"
     assignment = "exercises"
-    symbols = ("L_T", "L_B", "ell", "z", "sigma", "h")
+    symbols = ("L_T", "L_B", "ell", "z", "sigma", "Delta_ell")
     # Per-sequence losses are illustrative draws shaped like real eval sets; the
     # token and byte counts follow each setting's context length and tokenizer.
     variants = {
@@ -136,7 +137,7 @@ class EvaluationProblem(Problem):
     checks = {
         "logsumexp_probe": Outputs(rtol=1e-6, atol=1e-6, points=2.0),
         "bpb_expr": Expr(symbols=("L_T", "L_B", "ell")),
-        "sequences_expr": Expr(symbols=("z", "sigma", "h")),
+        "sequences_expr": Expr(symbols=("z", "sigma", "Delta_ell")),
         "mean_nll": Number(rtol=1e-6),
         "perplexity": Number(rtol=1e-5),
         "bits_per_byte": Number(rtol=1e-5),
@@ -200,7 +201,7 @@ class EvaluationProblem(Problem):
         ),
         Mistake(
             "halfwidth-not-squared",
-            "the ratio z s / h was not squared; the half-width shrinks like 1 / sqrt(n), so n grows "
+            "the ratio z s / Delta_ell was not squared; the half-width shrinks like 1 / sqrt(n), so n grows "
             "with its square.",
             lambda q: {"sequences_needed": math.ceil(q["z"] * _stats(q)[3] / q["halfwidth"]),
                        "sequences_expr": _needed("not-squared")},

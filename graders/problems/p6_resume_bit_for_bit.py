@@ -49,8 +49,8 @@ FUNCTION = "resume_curves"
 N_EXAMPLES, N_IN, N_CLASSES, BATCH = 256, 8, 4, 32
 RNG_STATE_BYTES = 5056        # torch.get_rng_state().numel() on the CPU (uint8)
 FP32_BYTES = 4
-_S = symbols_for(("N", "K"))
-N_SYM, K_SYM = _S["N"], _S["K"]
+_S = symbols_for(("N", "n_tensors"))
+N_SYM, N_TENSORS_SYM = _S["N"], _S["n_tensors"]
 
 
 # --- the harness (the notebook's locked cell runs the same code) -----------------------------
@@ -231,7 +231,8 @@ def _solve(text: str, kind: str) -> dict:
 
 
 def bytes_expr(kind="right"):
-    weights, moments, steps, rng = FP32_BYTES * N_SYM, 2 * FP32_BYTES * N_SYM, FP32_BYTES * K_SYM, RNG_STATE_BYTES
+    weights, moments = FP32_BYTES * N_SYM, 2 * FP32_BYTES * N_SYM
+    steps, rng = FP32_BYTES * N_TENSORS_SYM, RNG_STATE_BYTES
     if kind == "no-rng":
         return weights + moments + steps
     if kind == "one-moment":
@@ -261,7 +262,7 @@ class ResumeProblem(Problem):
     strand = "practice"
     kind = "practice"
     assignment = "practice"
-    symbols = ("N", "K")
+    symbols = ("N", "n_tensors")
     variants = {
         "A": {"seed": 0, "hidden": 32, "total_steps": 30, "save_at": 12, "lr": 0.003, "warmup_steps": 5},
         "B": {"seed": 1, "hidden": 24, "total_steps": 30, "save_at": 4, "lr": 0.003, "warmup_steps": 8},
@@ -274,7 +275,7 @@ class ResumeProblem(Problem):
         "max_gap": Number(rtol=0.0, atol=0.0),
         "first_diverging_steps": Numbers(exact=True),
         "checkpoint_bytes": Count(),
-        "checkpoint_bytes_expr": Expr(symbols=("N", "K")),
+        "checkpoint_bytes_expr": Expr(symbols=("N", "n_tensors")),
     }
     cells = {
         "check_resume": ("resume_probe",),

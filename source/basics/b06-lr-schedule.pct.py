@@ -6,17 +6,17 @@
 # **Learning-rate schedule.** The learning rate is not one number but a function of the
 # step, $\eta(t)$, fixed before the run starts. The common one for language models rises
 # linearly from 0 during $W$ **warmup** steps, then follows half a cosine from the peak
-# $\eta_{\max}$ down to a floor $\eta_{\min}$ at step $T$, and stays there. With steps
+# $\eta_{\max}$ down to a floor $\eta_{\min}$ at step $n_\text{steps}$, and stays there. With steps
 # counted from 0 (the chapter's convention, also e02's):
 #
 # $$\eta(t) = \begin{cases}
 # \eta_{\max}\, t / W & 0 \le t < W \\
-# \eta_{\min} + \tfrac12(\eta_{\max} - \eta_{\min})\big(1 + \cos(\pi\,\tfrac{t - W}{T - W})\big) & W \le t \le T\\
-# \eta_{\min} & t > T
+# \eta_{\min} + \tfrac12(\eta_{\max} - \eta_{\min})\big(1 + \cos(\pi\,\tfrac{t - W}{n_\text{steps} - W})\big) & W \le t \le n_\text{steps}\\
+# \eta_{\min} & t > n_\text{steps}
 # \end{cases}$$
 #
 # Step 0 therefore trains with $\eta = 0$, the peak is reached first at step $W$, and half
-# way through the decay, at $t = (W + T)/2$, the rate is the midpoint $(\eta_{\max} +
+# way through the decay, at $t = (W + n_\text{steps})/2$, the rate is the midpoint $(\eta_{\max} +
 # \eta_{\min})/2$.
 
 # %% [markdown]
@@ -30,12 +30,12 @@
 import math
 
 
-def example_lr(t, peak=6e-4, floor=6e-5, W=715, T=19_073):
+def example_lr(t, peak=6e-4, floor=6e-5, W=715, total=19_073):
     if t < W:
         return peak * t / W
-    if t > T:
+    if t > total:
         return floor
-    return floor + 0.5 * (peak - floor) * (1 + math.cos(math.pi * (t - W) / (T - W)))
+    return floor + 0.5 * (peak - floor) * (1 + math.cos(math.pi * (t - W) / (total - W)))
 
 
 for t in (0, 1, 714, 715, (715 + 19_073) // 2, 19_073, 20_000):
@@ -47,7 +47,7 @@ for t in (0, 1, 714, 715, (715 + 19_073) // 2, 19_073, 20_000):
 # step $W - 1$; nanoGPT's `train.py` uses $\eta_{\max}(t+1)/(W+1)$; TinyLlama's `get_lr` uses
 # $\eta_{\max}\,t/W$, as here, but counts $t$ in micro-steps (`warmup_iters = warmup_steps *
 # gradient_accumulation_steps`). GPT-NeoX's `AnnealingLR`, as it stood when GPT-NeoX-20B
-# and Pythia were trained, computed $\tfrac12\eta_{\max}(1 + \cos(\pi (t - W)/T))$ and
+# and Pythia were trained, computed $\tfrac12\eta_{\max}(1 + \cos(\pi (t - W)/n_\text{steps}))$ and
 # clipped it at $\eta_{\min}$: a cosine aimed at zero over the whole run, which meets a 10%
 # floor near 80% of the run and stays there (its maintainers describe and fix this in
 # EleutherAI/gpt-neox pull request 1008, 2023). PyTorch's `CosineAnnealingLR` is periodic:
@@ -91,7 +91,7 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 #
 # Write `lr_at(t, peak_lr, min_lr, warmup, total)`, returning the learning rate of step
 # `t` as a float, exactly as defined above. The hidden tests call it on schedules and steps
-# you have not seen, the edges (0, $W - 1$, $W$, $T$, beyond $T$) included.
+# you have not seen, the edges (0, $W - 1$, $W$, $n_\text{steps}$, beyond $n_\text{steps}$) included.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_function", "locked": false, "schema_version": 3, "solution": true, "task": false}
 def lr_at(t, peak_lr, min_lr, warmup, total):

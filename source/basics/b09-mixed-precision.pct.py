@@ -73,8 +73,8 @@ for x in [65504.0, 65519.0, 65520.0, 3.0e-8, 2.9e-8, 1e-41]:
 #   Korthikanti et al., *Reducing Activation Recomputation in Large Transformer Models* (2022),
 #   §4.1, eq. 1, count $sbh(34 + 5as/h)$ **bytes** per layer, with 16-bit values and 1-byte
 #   dropout masks ($s$ sequence length, $b$ sequences, $h$ width, $a$ heads). Term by term, in
-#   values: the attention block stores its QKV input, $Q$ and $K$, $V$ and the output
-#   projection's input ($5sbh$), the softmax output and its dropout's output ($2as^2b$), and two
+#   values: the attention block stores its QKV input, the query, key and value tensors and the
+#   output projection's input ($5sbh$), the softmax output and its dropout's output ($2as^2b$), and two
 #   masks ($as^2b + sbh$ bytes); the MLP stores its input, the GeLU's input and output ($9sbh$)
 #   and a mask ($sbh$ bytes); the two LayerNorms their inputs ($2sbh$). So
 #   $A = L(16sbh + 2as^2b)$ values, and $2A + L(2sbh + as^2b) = L(34sbh + 5as^2b)$ bytes.
@@ -84,9 +84,10 @@ for x in [65504.0, 65519.0, 65520.0, 3.0e-8, 2.9e-8, 1e-41]:
 #   width 4096, 32 heads, 4k context), and the released model's SwiGLU width is $f = 11008$
 #   ($\tfrac{2}{3}4h$ rounded up to a multiple of 256; Touvron et al., *LLaMA*, 2023, §2.2).
 #   We assume what such a run does: **no dropout** (the models have none), and **flash
-#   attention**, so no $s \times s$ scores are stored; backward keeps $Q$, $K$, $V$ and the output
-#   $O$, which is also the output projection's input. Per layer that is two RMSNorm inputs and
-#   outputs ($4sbh$), $Q, K, V$ ($3sbh$), $O$ ($sbh$), and the SwiGLU's gate pre-activation, up
+#   attention**, so no $s \times s$ scores are stored; backward keeps the query, key and value
+#   tensors and the attention output, which is also the output projection's input. Per layer
+#   that is two RMSNorm inputs and outputs ($4sbh$), query, key and value ($3sbh$), the
+#   attention output ($sbh$), and the SwiGLU's gate pre-activation, up
 #   projection, SiLU output and their product ($4fsb$): $A = L\,sb(8h + 4f)$. Per-row
 #   statistics (RMSNorm's $1/\mathrm{rms}$, flash attention's log-sum-exp) are fp32 in both runs
 #   and left out.

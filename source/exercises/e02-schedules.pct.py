@@ -11,8 +11,8 @@
 # it is a first measure of how far the optimiser was allowed to travel.
 #
 # Notation: $\eta_{\max}$ peak learning rate, $\eta_{\min}$ floor, $W$ warmup steps, and, in
-# this exercise only, $T$ the **total number of steps** (elsewhere in the chapter $T$ is a
-# sequence length). The step is $t = 0, 1, 2, \dots$
+# $n_\text{steps}$ the **total number of steps** (not T, which in this chapter is a sequence
+# length). The step is $t = 0, 1, 2, \dots$
 
 # %% [markdown]
 # ## 1. The two schedules
@@ -23,23 +23,23 @@
 # gradients, and from weights at their most fragile. A small rate there avoids the early
 # loss spikes that a full-size step can cause (theory item t4 says more).
 #
-# **Cosine.** For $W \le t \le T$ the rate follows half a cosine period from the peak down
+# **Cosine.** For $W \le t \le n_\text{steps}$ the rate follows half a cosine period from the peak down
 # to the floor:
-# $$\eta(t) = \eta_{\min} + \tfrac12(\eta_{\max} - \eta_{\min})\Bigl(1 + \cos\bigl(\pi\,\tfrac{t - W}{T - W}\bigr)\Bigr).$$
-# At $t = W$ the cosine is 1 and $\eta = \eta_{\max}$. At $t = T$ it is $-1$ and
-# $\eta = \eta_{\min}$. Halfway, $\eta$ is the mean of the two. The catch is that $T$ must be
+# $$\eta(t) = \eta_{\min} + \tfrac12(\eta_{\max} - \eta_{\min})\Bigl(1 + \cos\bigl(\pi\,\tfrac{t - W}{n_\text{steps} - W}\bigr)\Bigr).$$
+# At $t = W$ the cosine is 1 and $\eta = \eta_{\max}$. At $t = n_\text{steps}$ it is $-1$ and
+# $\eta = \eta_{\min}$. Halfway, $\eta$ is the mean of the two. The catch is that $n_\text{steps}$ must be
 # chosen at the start. To train longer you would have to change the whole curve after the
 # fact.
 #
 # **Warmup-stable-decay (WSD).** After the same warmup, the rate **holds** at $\eta_{\max}$
-# until step $T - \text{decay}$, then falls in a straight line to $\eta_{\min}$ at step $T$:
-# $$\eta(t) = \eta_{\max} - (\eta_{\max} - \eta_{\min})\,\frac{t - (T - \text{decay})}{\text{decay}}
-# \qquad (T - \text{decay} < t \le T).$$
-# Only the decay needs to know $T$. A run can stay in the stable phase and branch off a decay
+# until step $n_\text{steps} - \text{decay}$, then falls in a straight line to $\eta_{\min}$ at step $n_\text{steps}$:
+# $$\eta(t) = \eta_{\max} - (\eta_{\max} - \eta_{\min})\,\frac{t - (n_\text{steps} - \text{decay})}{\text{decay}}
+# \qquad (n_\text{steps} - \text{decay} < t \le n_\text{steps}).$$
+# Only the decay needs to know $n_\text{steps}$. A run can stay in the stable phase and branch off a decay
 # whenever it decides how long to train.
 #
-# After $T$, both schedules stay at $\eta_{\min}$. The area we ask for is
-# $$A = \sum_{t=0}^{T-1} \eta(t).$$
+# After $n_\text{steps}$, both schedules stay at $\eta_{\min}$. The area we ask for is
+# $$A = \sum_{t=0}^{n_\text{steps}-1} \eta(t).$$
 # It is a sum over steps, not an integral.
 
 # %% [markdown]
@@ -47,7 +47,7 @@
 #
 # - **GPT-3** (Brown et al. 2020, Appendix B): cosine decay "down to 10% of its value, over
 #   260 billion tokens", after which training *continues at 10%*. The run saw 300B tokens,
-#   so the cosine's $T$ is not the end of training. The linear warmup covers the first 375M
+#   so the cosine's $n_\text{steps}$ is not the end of training. The linear warmup covers the first 375M
 #   tokens. Table 2.1 gives the peaks, 6.0e-4 for the 125M model and 0.6e-4 for 175B.
 #   (GPT-3 also ramped its batch size up during the first 4–12B tokens, so "steps" here
 #   means steps at the full batch.)
@@ -78,7 +78,7 @@ import os
 
 import sympy as sp
 
-eta_max, eta_min, W, T, t = sp.symbols("eta_max eta_min W T t", positive=True)
+eta_max, eta_min, W, n_steps, t = sp.symbols("eta_max eta_min W n_steps t", positive=True)
 
 VARIANTS = {
     "A": {"peak_lr": 6e-4, "min_lr": 6e-5, "warmup": 715, "total": 19073, "decay": 3815,
@@ -104,19 +104,19 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 #
 # ### 3a. Derive
 #
-# Write `cosine_expr`, the learning rate in the cosine phase ($W \le t \le T$), as a sympy
-# expression in `eta_max`, `eta_min`, `W`, `T` and `t` (the symbols defined above).
+# Write `cosine_expr`, the learning rate in the cosine phase ($W \le t \le n_\text{steps}$), as a sympy
+# expression in `eta_max`, `eta_min`, `W`, `n_steps` and `t` (the symbols defined above).
 
 # %% nbgrader={"grade": false, "grade_id": "answer_expr", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
-cosine_expr = eta_min + (eta_max - eta_min) / 2 * (1 + sp.cos(sp.pi * (t - W) / (T - W)))
+cosine_expr = eta_min + (eta_max - eta_min) / 2 * (1 + sp.cos(sp.pi * (t - W) / (n_steps - W)))
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(cosine_expr, sp.Expr), "cosine_expr should be a sympy expression"
-assert cosine_expr.free_symbols <= {eta_max, eta_min, W, T, t}, \
-    "use only the symbols eta_max, eta_min, W, T and t"
+assert cosine_expr.free_symbols <= {eta_max, eta_min, W, n_steps, t}, \
+    "use only the symbols eta_max, eta_min, W, n_steps and t"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e02-schedules", "check_expr", globals())
@@ -127,7 +127,7 @@ judge("e02-schedules", "check_expr", globals())
 #
 # Write two functions of an integer step, `cosine_lr(step)` and `wsd_lr(step)`, that return
 # the learning rate (a float) of each schedule for your variant. Keep the sympy names `W`,
-# `T`, `t` for the symbols: give the numbers other names (`peak`, `warm`, `total`, ...).
+# `n_steps`, `t` for the symbols: give the numbers other names (`peak`, `warm`, `total`, ...).
 # Then evaluate them at the steps in `params["at"]`:
 # - `lr_cosine`: the list of cosine-schedule rates at those steps;
 # - `lr_wsd`: the list of WSD rates at those steps.
@@ -178,7 +178,7 @@ judge("e02-schedules", "check_values", globals())
 # %% [markdown]
 # ### 3c. Compute the areas
 #
-# - `area_cosine`: $\sum_{t=0}^{T-1}\eta(t)$ for the cosine schedule;
+# - `area_cosine`: $\sum_{t=0}^{n_\text{steps}-1}\eta(t)$ for the cosine schedule;
 # - `area_wsd`: the same sum for the WSD schedule.
 #
 # Both are floats, in units of "learning rate × steps". (A Python loop over a few hundred
@@ -222,7 +222,7 @@ if "cosine_lr" in globals() and "wsd_lr" in globals():
     ax.set_xlabel("step t")
     ax.set_ylabel("learning rate η(t)")
     ax.set_title(f"variant {VARIANT}: peak {params['peak_lr']:g}, W = {params['warmup']}, "
-                 f"T = {params['total']:,}, decay = {params['decay']:,}", fontsize=10)
+                 f"n_steps = {params['total']:,}, decay = {params['decay']:,}", fontsize=10)
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     plt.tight_layout()
     plt.show()

@@ -5,7 +5,7 @@
 #
 # Clipping is the chapter's smallest safety device: on a step whose gradient is
 # unusually large, shrink the whole gradient so that its size stays under a threshold
-# $c$; on every other step, do nothing. You will derive the coefficient, write the
+# $M$; on every other step, do nothing. You will derive the coefficient, write the
 # function yourself, and the grader will run it against `torch.nn.utils.clip_grad_norm_`
 # on gradients you have never seen.
 #
@@ -16,14 +16,14 @@
 # %% [markdown]
 # ## 1. What "global norm" means
 #
-# A model's gradient lives in many tensors $G_1, \dots, G_L$ (one per weight matrix,
+# A model's gradient lives in many tensors $G_1, \dots, G_{n_\text{tensors}}$ (one per weight matrix,
 # bias, embedding...). The **global norm** treats them as one long vector:
 #
-# $$\|G\| = \sqrt{\sum_{l=1}^{L} \|G_l\|_2^2}, \qquad \|G_l\|_2^2 = \sum_j G_{l,j}^2 .$$
+# $$\|G\| = \sqrt{\sum_{l=1}^{n_\text{tensors}} \|G_l\|_2^2}, \qquad \|G_l\|_2^2 = \sum_j G_{l,j}^2 .$$
 #
 # torch then multiplies **every** tensor by the same coefficient
 #
-# $$\text{clip\_coef} = \min\!\left(\frac{c}{\|G\| + 10^{-6}},\; 1\right).$$
+# $$\text{clip\_coef} = \min\!\left(\frac{M}{\|G\| + 10^{-6}},\; 1\right).$$
 #
 # Three details matter, and each one is a place where home-made versions go wrong:
 #
@@ -35,7 +35,7 @@
 #
 # `clip_grad_norm_` edits the gradients in place and **returns the norm measured before
 # clipping**, not after. Logging that return value is how training curves show gradient
-# spikes at all; people who read it as "the clipped norm" are surprised it ever exceeds $c$.
+# spikes at all; people who read it as "the clipped norm" are surprised it ever exceeds $M$.
 #
 # What the large runs printed: GPT-3 clips "the global norm of the gradient at 1.0"
 # (Brown et al. 2020, Appendix B), and so does LLaMA (Touvron et al. 2023, §2.3). OPT-175B
@@ -61,7 +61,7 @@ import os
 
 import sympy as sp
 
-L, g, c = sp.symbols("L g c", positive=True)
+n_tensors, g, M = sp.symbols("n_tensors g M", positive=True)
 
 VARIANTS = {
     "A": {
@@ -102,24 +102,24 @@ print(f"Student {STUDENT}: variant {VARIANT}: max_norm = {params['max_norm']}, "
 # %% [markdown]
 # ### 2a. Derive
 #
-# Take $L$ gradient tensors that all have the **same** norm $g$, and a threshold $c$ that
-# the global norm exceeds, so that clipping acts. Write `clip_coef_expr`, the coefficient
-# applied to every tensor, as a sympy expression in `L`, `g` and `c` (the symbols defined
-# above). Leave out torch's $10^{-6}$: it is there for safety, not for the algebra.
+# Take $n_\text{tensors}$ gradient tensors that all have the **same** norm $g$, and a threshold
+# $M$ that the global norm exceeds, so that clipping acts. Write `clip_coef_expr`, the
+# coefficient applied to every tensor, as a sympy expression in `n_tensors`, `g` and `M` (the
+# symbols defined above). Leave out torch's $10^{-6}$: it is there for safety, not for the algebra.
 #
 # (Compare your answer with what clipping each tensor by its own norm would give. How
-# much harder does global clipping squeeze a model with $L = 400$ tensors?)
+# much harder does global clipping squeeze a model with $n_\text{tensors} = 400$ tensors?)
 
 # %% nbgrader={"grade": false, "grade_id": "answer_expr", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
-global_norm_equal = sp.sqrt(L * g**2)        # L equal squared norms, summed, then the root
-clip_coef_expr = sp.simplify(c / global_norm_equal)
+global_norm_equal = sp.sqrt(n_tensors * g**2)   # n_tensors equal squared norms, summed, then the root
+clip_coef_expr = sp.simplify(M / global_norm_equal)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(clip_coef_expr, sp.Expr), "clip_coef_expr should be a sympy expression"
-assert clip_coef_expr.free_symbols <= {L, g, c}, "use only the symbols L, g and c"
+assert clip_coef_expr.free_symbols <= {n_tensors, g, M}, "use only the symbols n_tensors, g and M"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e04-clipping", "check_expr", globals())
@@ -191,7 +191,7 @@ except NotImplementedError:
 #
 # For your variant's gradients and threshold, compute
 # - `total_norm`: the global norm before clipping;
-# - `clip_coef`: the coefficient torch applies, $\min(c/(\|G\| + 10^{-6}), 1)$.
+# - `clip_coef`: the coefficient torch applies, $\min(M/(\|G\| + 10^{-6}), 1)$.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_numbers", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
@@ -238,7 +238,7 @@ try:
     _c = params["max_norm"]
     _grid = np.logspace(np.log10(_c) - 2, np.log10(_c) + 2, 400)
     ax2.semilogx(_grid, np.minimum(_c / (_grid + 1e-6), 1.0))
-    ax2.axvline(_c, color="grey", ls=":", label="threshold c")
+    ax2.axvline(_c, color="grey", ls=":", label="threshold M")
     ax2.plot([float(_norm)], [min(_c / (float(_norm) + 1e-6), 1.0)], "o", color="C3", label="your step")
     ax2.set_xlabel("global norm before clipping")
     ax2.set_ylabel("clip coefficient")

@@ -67,7 +67,7 @@ import os
 
 import sympy as sp
 
-W = sp.Symbol("W", positive=True)
+n_growth = sp.Symbol("n_growth", positive=True)   # the growth interval
 
 VARIANTS = {
     "A": {
@@ -255,13 +255,13 @@ except NotImplementedError:
 # overflows once, and falls back to where it was.
 #
 # Write `skip_fraction_expr`, the long-run fraction of optimizer steps that are skipped,
-# as a sympy expression in `W` (the growth interval; the symbol is defined in the setup
-# cell). Then put in torch's $W = 2000$ for yourself: this is the whole price of dynamic
+# as a sympy expression in `n_growth` (the growth interval $n_\text{growth}$; the symbol is
+# defined in the setup cell). Then put in torch's $n_\text{growth} = 2000$ for yourself: this is the whole price of dynamic
 # scaling in a healthy run.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_expr", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
-clean_steps_per_cycle = W          # W consecutive clean steps, the last of which grows the scale
+clean_steps_per_cycle = n_growth   # n_growth consecutive clean steps, the last of which grows the scale
 skipped_per_cycle = 1              # the next step overflows and is skipped, and the scale falls back
 skip_fraction_expr = skipped_per_cycle / (clean_steps_per_cycle + skipped_per_cycle)
 ### END SOLUTION
@@ -269,7 +269,7 @@ skip_fraction_expr = skipped_per_cycle / (clean_steps_per_cycle + skipped_per_cy
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(skip_fraction_expr, sp.Expr), "skip_fraction_expr should be a sympy expression"
-assert skip_fraction_expr.free_symbols <= {W}, "use only the symbol W"
+assert skip_fraction_expr.free_symbols <= {n_growth}, "use only the symbol n_growth"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e05-loss-scaling", "check_expr", globals())
@@ -279,7 +279,7 @@ judge("e05-loss-scaling", "check_expr", globals())
 # ### 2e. Read your numbers
 #
 # How many of your variant's skipped steps came from the start (the scale coming down
-# from `init_scale`) and how many from the saw? With torch's $W = 2000$, how many clean
+# from `init_scale`) and how many from the saw? With torch's $n_\text{growth} = 2000$, how many clean
 # steps does it take to win back one halving after a single spike? (Not graded: a
 # sentence for yourself.)
 

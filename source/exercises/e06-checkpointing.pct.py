@@ -16,8 +16,9 @@
 # - A. Kokolis et al., *Revisiting Reliability in Large-Scale Machine Learning Research
 #   Clusters*, HPCA 2025 (arXiv 2410.21680).
 #
-# Notation: $N$ parameters; $\delta$ seconds to write one checkpoint; $M$ the job's mean
-# time between failures, in seconds; $\tau$ seconds of computing between two checkpoints.
+# Notation: $N$ parameters; $\delta$ seconds to write one checkpoint; $\Theta$ the job's mean
+# time between failures (MTBF), in seconds (Daly writes M); $\tau$ seconds of computing
+# between two checkpoints.
 # Units are plain: bytes, seconds.
 
 # %% [markdown]
@@ -44,12 +45,12 @@
 # Gradients are not saved: the next step computes fresh ones. Your variant's
 # `bytes_per_param` says which of the two layouts its run writes.
 #
-# A checkpoint of $N$ parameters at $b$ bytes each is $Nb$ bytes, and writing it at $W$
+# A checkpoint of $N$ parameters at $b_\text{param}$ bytes each is $N b_\text{param}$ bytes, and writing it at $R_\text{write}$
 # bytes per second stalls the run for
 #
-# $$\delta = \frac{N b}{W}.$$
+# $$\delta = \frac{N b_\text{param}}{R_\text{write}}.$$
 #
-# $W$ is what the whole job achieves to storage, not what one disk does: sharded writes
+# $R_\text{write}$ is what the whole job achieves to storage, not what one disk does: sharded writes
 # from every data-parallel rank can reach tens or hundreds of GB/s; a single rank calling
 # `torch.save` on the whole state reaches a few GB/s at best.
 #
@@ -61,7 +62,7 @@
 # stops when *any* of its nodes fails, so with independent failures the job's rate is the
 # sum over its nodes, and its mean time to failure is
 #
-# $$M = \frac{1}{n_{\text{nodes}}\, r_f}\ \text{days} = \frac{86\,400}{n_{\text{nodes}}\, r_f}\ \text{s}.$$
+# $$\Theta = \frac{1}{n_{\text{nodes}}\, r_f}\ \text{days} = \frac{86\,400}{n_{\text{nodes}}\, r_f}\ \text{s}.$$
 #
 # This is the model they fit, and from it they project about 1.8 hours between failures
 # for a 16,384-GPU job (2,048 nodes) and about 0.23 hours for 131,072 GPUs. Two readings
@@ -71,11 +72,11 @@
 # ## 3. The trade-off, to first order (Young 1974)
 #
 # Checkpoint after every $\tau$ seconds of work. Each interval costs $\delta$ seconds of
-# writing, a share $\delta/\tau$ of the time. Failures arrive at rate $1/M$, and each one
+# writing, a share $\delta/\tau$ of the time. Failures arrive at rate $1/\Theta$, and each one
 # lands, on average, halfway through an interval, so it throws away about $\tau/2$ seconds
-# of work: a share $\tau/(2M)$. The waste is
+# of work: a share $\tau/(2\Theta)$. The waste is
 #
-# $$w(\tau) = \frac{\delta}{\tau} + \frac{\tau}{2M}.$$
+# $$w(\tau) = \frac{\delta}{\tau} + \frac{\tau}{2\Theta}.$$
 #
 # The first term wants $\tau$ large, the second wants it small. Setting $w'(\tau) = 0$
 # gives Young's interval, which you will derive below. (The restart time after a failure
@@ -83,20 +84,20 @@
 #
 # ## 4. A higher-order answer (Daly 2006)
 #
-# Young's argument assumes $\delta \ll M$ and at most one failure per interval. Daly
+# Young's argument assumes $\delta \ll \Theta$ and at most one failure per interval. Daly
 # writes a fuller expected run time for Poisson failures, in which a failure may also
-# strike during a write or a restart, and finds its minimum as a series in $\delta/(2M)$:
+# strike during a write or a restart, and finds its minimum as a series in $\delta/(2\Theta)$:
 #
-# $$\tau_{\text{opt}} = \sqrt{2\delta M}\left[1 + \frac13\sqrt{\frac{\delta}{2M}} + \frac19\,\frac{\delta}{2M}\right] - \delta \quad (\delta < 2M), \qquad \tau_{\text{opt}} = M \quad (\delta \ge 2M).$$
+# $$\tau_{\text{opt}} = \sqrt{2\delta \Theta}\left[1 + \frac13\sqrt{\frac{\delta}{2\Theta}} + \frac19\,\frac{\delta}{2\Theta}\right] - \delta \quad (\delta < 2\Theta), \qquad \tau_{\text{opt}} = \Theta \quad (\delta \ge 2\Theta).$$
 #
-# Expanding the bracket shows how it differs from Young: $\sqrt{2\delta M}\cdot\frac13\sqrt{\delta/(2M)} = \delta/3$,
+# Expanding the bracket shows how it differs from Young: $\sqrt{2\delta \Theta}\cdot\frac13\sqrt{\delta/(2\Theta)} = \delta/3$,
 # so Daly's interval is about Young's minus $2\delta/3$. The pair is often quoted together
-# as "Young/Daly, $\sqrt{2\delta M}$"; that expression is Young's alone.
+# as "Young/Daly, $\sqrt{2\delta \Theta}$"; that expression is Young's alone.
 #
 # Daly checks his model against simulation for $\delta$ = 5 minutes and a 10-minute
 # restart, and prints the interval it predicts (Figs. 3–5):
 #
-# | $M$ | Daly's $\tau_{\text{opt}}$ as printed | Young's $\sqrt{2\delta M}$ |
+# | $\Theta$ | Daly's $\tau_{\text{opt}}$ as printed | Young's $\sqrt{2\delta \Theta}$ |
 # |---|---|---|
 # | 24 h | 117 min | 120 min |
 # | 6 h | 57 min | 60 min |
@@ -108,22 +109,22 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-example_delta, example_M = 5 * 60.0, 6 * 3600.0          # Daly's Fig. 4: 5 minutes, 6 hours
+example_delta, example_mtbf = 5 * 60.0, 6 * 3600.0          # Daly's Fig. 4: 5 minutes, 6 hours
 taus = np.linspace(600, 12_000, 400)
-example_waste = example_delta / taus + taus / (2 * example_M)
-tau_young = np.sqrt(2 * example_delta * example_M)
-xi = example_delta / (2 * example_M)
-tau_daly = np.sqrt(2 * example_delta * example_M) * (1 + np.sqrt(xi) / 3 + xi / 9) - example_delta
+example_waste = example_delta / taus + taus / (2 * example_mtbf)
+tau_young = np.sqrt(2 * example_delta * example_mtbf)
+xi = example_delta / (2 * example_mtbf)
+tau_daly = np.sqrt(2 * example_delta * example_mtbf) * (1 + np.sqrt(xi) / 3 + xi / 9) - example_delta
 
 fig, ax = plt.subplots(figsize=(7, 3.6))
 ax.plot(taus / 60, 100 * example_delta / taus, ":", label=r"writing, $\delta/\tau$")
-ax.plot(taus / 60, 100 * taus / (2 * example_M), ":", label=r"redone work, $\tau/(2M)$")
+ax.plot(taus / 60, 100 * taus / (2 * example_mtbf), ":", label=r"redone work, $\tau/(2\Theta)$")
 ax.plot(taus / 60, 100 * example_waste, "k", label="first-order waste")
 ax.axvline(tau_young / 60, color="C2", label=f"Young: {tau_young / 60:.0f} min")
 ax.axvline(tau_daly / 60, color="C3", ls="--", label=f"Daly: {tau_daly / 60:.1f} min")
 ax.set_xlabel(r"interval between checkpoints $\tau$ (minutes)")
 ax.set_ylabel("share of time lost (%)")
-ax.set_title(r"$\delta$ = 5 min, $M$ = 6 h (Daly 2006, Fig. 4)")
+ax.set_title(r"$\delta$ = 5 min, $\Theta$ = 6 h (Daly 2006, Fig. 4)")
 ax.legend(fontsize=8)
 plt.tight_layout()
 plt.show()
@@ -131,7 +132,7 @@ plt.show()
 # %% [markdown]
 # The curve is flat near its minimum: checkpointing every 45 or every 80 minutes
 # costs little more than the optimum. What the formulas really guard against is being off
-# by a factor of ten, which is easy when $M$ shrinks with the number of nodes.
+# by a factor of ten, which is easy when $\Theta$ shrinks with the number of nodes.
 #
 # ## 5. Your variant
 #
@@ -147,7 +148,7 @@ import os
 
 import sympy as sp
 
-delta, M = sp.symbols("delta M", positive=True)
+delta, Theta = sp.symbols("delta Theta", positive=True)
 
 # bytes_per_param: 12 is the chapter's checkpoint; 14 also writes the 16-bit module weights
 VARIANTS = {
@@ -173,20 +174,20 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 # ### 5a. Derive
 #
 # Write the first-order waste $w(\tau)$ with sympy, minimise it over $\tau > 0$, and
-# assign the minimiser to `interval_expr`, an expression in the symbols `delta` and `M`
-# defined above. Let sympy do the calculus (`sp.diff`, `sp.solve`).
+# assign the minimiser to `interval_expr`, an expression in the symbols `delta` and
+# `Theta` (the MTBF $\Theta$) defined above. Let sympy do the calculus (`sp.diff`, `sp.solve`).
 
 # %% nbgrader={"grade": false, "grade_id": "answer_expr", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
 tau = sp.symbols("tau", positive=True)
-waste = delta / tau + tau / (2 * M)
+waste = delta / tau + tau / (2 * Theta)
 interval_expr = sp.solve(sp.diff(waste, tau), tau)[0]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(interval_expr, sp.Expr), "interval_expr should be a sympy expression"
-assert interval_expr.free_symbols <= {delta, M}, "use only the symbols delta and M"
+assert interval_expr.free_symbols <= {delta, Theta}, "use only the symbols delta and Theta"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e06-checkpointing", "check_expr", globals())
@@ -198,7 +199,7 @@ judge("e06-checkpointing", "check_expr", globals())
 # For your variant, compute
 # - `checkpoint_bytes`: the size of one checkpoint, in bytes;
 # - `write_seconds`: $\delta$, the seconds one synchronous write stalls the run;
-# - `job_mtbf_seconds`: $M$, the job's mean time between failures, in seconds.
+# - `job_mtbf_seconds`: $\Theta$, the job's mean time between failures, in seconds.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_io", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
@@ -221,13 +222,13 @@ judge("e06-checkpointing", "check_io", globals())
 # ### 5c. The interval
 #
 # Compute, in seconds,
-# - `young_interval_seconds`: your `interval_expr` at your $\delta$ and $M$;
+# - `young_interval_seconds`: your `interval_expr` at your $\delta$ and $\Theta$;
 # - `daly_interval_seconds`: Daly's higher-order interval (section 4), including its
-#   $\delta \ge 2M$ case. Write it as a function `daly_interval(delta_s, mtbf_s)`; the
+#   $\delta \ge 2\Theta$ case. Write it as a function `daly_interval(delta_s, mtbf_s)`; the
 #   cell after this one checks that function against the numbers Daly prints;
 #
 # and the dimensionless
-# - `waste_fraction`: the first-order waste $\delta/\tau + \tau/(2M)$ at Young's interval.
+# - `waste_fraction`: the first-order waste $\delta/\tau + \tau/(2\Theta)$ at Young's interval.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_interval", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
@@ -238,7 +239,7 @@ def daly_interval(delta_s, mtbf_s):
     return (2 * delta_s * mtbf_s) ** 0.5 * (1 + xi ** 0.5 / 3 + xi / 9) - delta_s
 
 
-young_interval_seconds = float(interval_expr.subs({delta: write_seconds, M: job_mtbf_seconds}))
+young_interval_seconds = float(interval_expr.subs({delta: write_seconds, Theta: job_mtbf_seconds}))
 daly_interval_seconds = daly_interval(write_seconds, job_mtbf_seconds)
 waste_fraction = write_seconds / young_interval_seconds + young_interval_seconds / (2 * job_mtbf_seconds)
 ### END SOLUTION
@@ -251,7 +252,7 @@ waste_fraction = write_seconds / young_interval_seconds + young_interval_seconds
 if callable(globals().get("daly_interval")):
     for label, mtbf_minutes, printed in (("24 h", 24 * 60, 117), ("6 h", 6 * 60, 57), ("15 min", 15, 9.1)):
         yours = daly_interval(5 * 60.0, mtbf_minutes * 60.0) / 60
-        print(f"M = {label:>6}: yours {yours:6.1f} min, Daly prints {printed} min")
+        print(f"MTBF {label:>6}: yours {yours:6.1f} min, Daly prints {printed} min")
 else:
     print("Define daly_interval(delta_s, mtbf_s) in the cell above first.")
 
@@ -273,8 +274,8 @@ judge("e06-checkpointing", "check_interval", globals())
 #   background), which cuts the stall $\delta$ to the copy time?
 # - First-order waste above 1 means the model has broken down: the job spends longer
 #   writing and redoing than it has between failures, and will hardly progress at all.
-#   If your variant is in that regime, which of $W$, $b$ or $n_{\text{nodes}}$ would you change,
-#   and by how much, to bring $\delta$ well below $M$?
+#   If your variant is in that regime, which of $R_\text{write}$, $b_\text{param}$ or $n_{\text{nodes}}$ would you change,
+#   and by how much, to bring $\delta$ well below $\Theta$?
 # - Kokolis et al.'s rates come from shared research clusters; a dedicated, burned-in
 #   training cluster may do better. How does the interval scale if $r_f$ halves?
 

@@ -22,14 +22,14 @@
 #   NVSwitch, 900 GB/s per GPU on both datasheets, so H100's measured bus bandwidths
 #   apply to it).
 #
-# Notation: $N$ parameters, $b$ bytes per gradient value, $w$ bytes per parameter as
+# Notation: $N$ parameters, $b_\text{grad}$ bytes per gradient value, $b_\text{weight}$ bytes per parameter as
 # ZeRO-3 gathers it, $P$ data-parallel devices;
-# $K$ pipeline stages and $M$ micro-batches (GPipe's letters).
+# $n_\text{stages}$ pipeline stages and $n_\text{micro}$ micro-batches (GPipe calls them K and M).
 
 # %% [markdown]
 # ## 1. Ring all-reduce: how many bytes each device sends
 #
-# After the backward pass each of the $P$ devices holds its own gradient, $S = Nb$ bytes,
+# After the backward pass each of the $P$ devices holds its own gradient, $S = N b_\text{grad}$ bytes,
 # and all of them need the sum. The ring algorithm does it in two phases.
 #
 # 1. **Reduce-scatter.** Cut the gradient into $P$ chunks of $S/P$ bytes. In each of $P-1$
@@ -84,14 +84,14 @@
 #
 # $\Psi$ counts **values**. On the wire what counts is bytes, and the collectives need not
 # move values of the same width: the parameters are gathered at the width they are computed
-# in, the gradients are reduced at the width chosen for the reduction. With $w$ bytes per
-# gathered parameter and $b$ bytes per reduced gradient, each collective moving
+# in, the gradients are reduced at the width chosen for the reduction. With $b_\text{weight}$ bytes per
+# gathered parameter and $b_\text{grad}$ bytes per reduced gradient, each collective moving
 # $\frac{P-1}{P}N$ values (the all-reduce twice that):
 #
-# $$\text{ZeRO-3 volume ratio} = \frac{2\cdot\frac{P-1}{P}Nw + \frac{P-1}{P}Nb}{2\cdot\frac{P-1}{P}Nb}
-#   = \frac{2w + b}{2b}.$$
+# $$\text{ZeRO-3 volume ratio} = \frac{2\cdot\frac{P-1}{P}N b_\text{weight} + \frac{P-1}{P}N b_\text{grad}}{2\cdot\frac{P-1}{P}N b_\text{grad}}
+#   = \frac{2b_\text{weight} + b_\text{grad}}{2b_\text{grad}}.$$
 #
-# This byte ratio is the quantity asked for below. It is the paper's $3/2$ when $w = b$
+# This byte ratio is the quantity asked for below. It is the paper's $3/2$ when $b_\text{weight} = b_\text{grad}$
 # (both 16-bit, or both fp32); with bf16 parameters and fp32 gradients it is
 # $(2+2+4)/(4+4) = 1$. At $P = 1$ nothing moves at all and the ratio is $0/0$: it is not
 # defined.
@@ -102,29 +102,34 @@
 # collectives: before a module's forward it all-gathers the module's parameters, it frees
 # them after the forward and all-gathers them again before the backward, and it
 # reduce-scatters the gradients so that each rank keeps the gradient of its own shard.
-# Its `MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)` sets exactly $w$ and $b$:
-# `param_dtype=torch.bfloat16, reduce_dtype=torch.float32` is the common recipe, so $w = 2$
-# and $b = 4$. torchao's float8 training can all-gather the weights in FP8 ($w = 1$).
+# Its `MixedPrecisionPolicy(param_dtype=..., reduce_dtype=...)` sets exactly $b_\text{weight}$ and $b_\text{grad}$:
+# `param_dtype=torch.bfloat16, reduce_dtype=torch.float32` is the common recipe, so $b_\text{weight} = 2$
+# and $b_\text{grad} = 4$. torchao's float8 training can all-gather the weights in FP8 ($b_\text{weight} = 1$).
 
 # ## 4. The pipeline bubble: two definitions
 #
-# Cut the model into $K$ stages on $K$ devices and the batch into $M$ micro-batches.
+# Cut the model into $n_\text{stages}$ stages on $n_\text{stages}$ devices and the batch into
+# $n_\text{micro}$ micro-batches.
 # In GPipe's schedule all forward passes run, then all backward passes. Let $t_f$ and
 # $t_b$ be one stage's forward and backward time for one micro-batch, and $t = t_f + t_b$.
-# The forward phase lasts $M+K-1$ slots of $t_f$: the last micro-batch waits $M-1$ slots
-# to enter the first stage and then crosses $K$ stages. The backward phase mirrors it.
-# So a step lasts $(M+K-1)\,t$, while each device is busy for only $Mt$.
+# The forward phase lasts $n_\text{micro}+n_\text{stages}-1$ slots of $t_f$: the last micro-batch
+# waits $n_\text{micro}-1$ slots to enter the first stage and then crosses $n_\text{stages}$ stages.
+# The backward phase mirrors it. So a step lasts $(n_\text{micro}+n_\text{stages}-1)\,t$, while each
+# device is busy for only $n_\text{micro}\,t$.
 #
-# - **GPipe** (§2.3) states the bubble as $O\!\left(\frac{K-1}{M+K-1}\right)$ amortised over
-#   the $M$ micro-steps: the idle share of the **total** time. This is the definition asked
-#   for below.
-# - **Narayanan et al.** (§2.2.1) call the bubble time fraction $(p-1)/m$: the idle time
-#   divided by the **ideal** time $m\,t$. For the same schedule it is a larger number;
-#   with $r = (K-1)/M$, GPipe's share is $r/(1+r)$.
+# - **GPipe** (§2.3) states the bubble as
+#   $O\!\left(\frac{n_\text{stages}-1}{n_\text{micro}+n_\text{stages}-1}\right)$ amortised over the
+#   $n_\text{micro}$ micro-steps: the idle share of the **total** time. This is the definition
+#   asked for below.
+# - **Narayanan et al.** (§2.2.1) call the bubble time fraction
+#   $(n_\text{stages}-1)/n_\text{micro}$ (their p and m): the idle time divided by the **ideal**
+#   time $n_\text{micro}\,t$. For the same schedule it is a larger number;
+#   with $r = (n_\text{stages}-1)/n_\text{micro}$, GPipe's share is $r/(1+r)$.
 #
 # Both papers call their ratio the bubble, so check which one a number means.
-# GPipe reports the overhead as negligible once $M \ge 4K$; there the idle share is
-# $(K-1)/(5K-1)$, just under 20%, and part of it is hidden by recomputation.
+# GPipe reports the overhead as negligible once $n_\text{micro} \ge 4\,n_\text{stages}$; there the
+# idle share is $(n_\text{stages}-1)/(5\,n_\text{stages}-1)$, just under 20%, and part of it is
+# hidden by recomputation.
 
 # %%
 import matplotlib.pyplot as plt
@@ -134,15 +139,15 @@ micro = np.arange(1, 129)
 fig, ax = plt.subplots(figsize=(9, 3.6))
 for i, stages in enumerate((4, 8, 16)):
     ax.plot(micro, (stages - 1) / (micro + stages - 1), color=f"C{i}",
-            label=f"K = {stages}: idle / total (GPipe)")
+            label=f"{stages} stages: idle / total (GPipe)")
     ax.plot(micro, (stages - 1) / micro, color=f"C{i}", ls=":",
-            label=f"K = {stages}: idle / ideal (Narayanan)")
+            label=f"{stages} stages: idle / ideal (Narayanan)")
     ax.plot(4 * stages, (stages - 1) / (5 * stages - 1), "o", color=f"C{i}")
 ax.set_xscale("log", base=2)
 ax.set_ylim(0, 1.0)
-ax.set_xlabel("micro-batches M")
+ax.set_xlabel(r"micro-batches $n_\mathrm{micro}$")
 ax.set_ylabel("bubble")
-ax.set_title("Same schedule, two ratios (dots: M = 4K)")
+ax.set_title(r"Same schedule, two ratios (dots: $n_\mathrm{micro} = 4\,n_\mathrm{stages}$)")
 ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
 plt.tight_layout()
 plt.show()
@@ -162,7 +167,7 @@ import os
 
 import sympy as sp
 
-K, M = sp.symbols("K M", positive=True)
+n_stages, n_micro = sp.symbols("n_stages n_micro", positive=True)
 
 VARIANTS = {
     "A": {"N": 3_250_000_000, "bytes_per_grad": 2, "weight_bytes": 2, "P": 8,
@@ -207,27 +212,27 @@ print(f"It runs on: {SYSTEMS[VARIANT]}")
 # data-parallel group, `bytes_per_grad` bytes each; `bus_bandwidth` is the all-reduce bus
 # bandwidth nccl-tests reports for that group (bytes per second). `weight_bytes` is the
 # width at which ZeRO-3 (FSDP) would all-gather each parameter. Under plain data
-# parallelism each device's model states, $N(w + b + 12)$ bytes, fit in at most 80% of the
+# parallelism each device's model states, $N(b_\text{weight} + b_\text{grad} + 12)$ bytes, fit in at most 80% of the
 # device's memory, leaving room for activations.
 #
 # ### 5a. Derive
 #
 # Count the time slots of a GPipe step with sympy (total and busy, in units of $t$) and
-# assign the idle share of the total to `bubble_expr`, an expression in the symbols `K`
-# and `M` defined above.
+# assign the idle share of the total to `bubble_expr`, an expression in the symbols
+# `n_stages` and `n_micro` defined above.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_expr", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
 t = sp.symbols("t", positive=True)
-total_time = (M + K - 1) * t
-busy_time = M * t
+total_time = (n_micro + n_stages - 1) * t
+busy_time = n_micro * t
 bubble_expr = sp.simplify((total_time - busy_time) / total_time)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(bubble_expr, sp.Expr), "bubble_expr should be a sympy expression"
-assert bubble_expr.free_symbols <= {K, M}, "use only the symbols K and M"
+assert bubble_expr.free_symbols <= {n_stages, n_micro}, "use only the symbols n_stages and n_micro"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e07-communication", "check_expr", globals())
@@ -273,7 +278,7 @@ judge("e07-communication", "check_allreduce", globals())
 share = (params["P"] - 1) / params["P"] * params["N"]        # values one all-gather or reduce-scatter moves
 zero3_bytes = 2 * share * params["weight_bytes"] + share * params["bytes_per_grad"]
 zero3_volume_ratio = zero3_bytes / allreduce_bytes_per_device
-bubble_fraction = float(bubble_expr.subs({K: params["stages"], M: params["microbatches"]}))
+bubble_fraction = float(bubble_expr.subs({n_stages: params["stages"], n_micro: params["microbatches"]}))
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_zero_pipeline", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
@@ -295,8 +300,8 @@ judge("e07-communication", "check_zero_pipeline", globals())
 # - Which choice of `param_dtype` and `reduce_dtype` makes stage 3 cost no more traffic
 #   than plain data parallelism? When is its extra traffic a good trade for the memory it
 #   saves? (w1-memory gives the memory side.)
-# - How many micro-batches would bring your bubble under 5%? What does a larger $M$ cost,
-#   at a fixed global batch?
+# - How many micro-batches would bring your bubble under 5%? What does a larger $n_\text{micro}$
+#   cost, at a fixed global batch?
 
 # %% [markdown]
 # *Your answer, for yourself (not graded): double-click this cell and write it here.*

@@ -83,7 +83,7 @@ import os
 
 import sympy as sp
 
-L_T, L_B, ell, z, sigma, h = sp.symbols("L_T L_B ell z sigma h", positive=True)
+L_T, L_B, ell, z, sigma, Delta_ell = sp.symbols("L_T L_B ell z sigma Delta_ell", positive=True)
 
 VARIANTS = {
     "A": {
@@ -173,8 +173,8 @@ except NotImplementedError:
 # - `bpb_expr`: bits per byte as a sympy expression in `L_T`, `L_B` and `ell` (the mean
 #   loss per token in nats).
 # - `sequences_expr`: the number of sequences $n$ (before rounding up) for which the
-#   interval $\ell \pm z\,\text{SE}$ has half-width $h$, in `z`, `sigma` (the per-sequence
-#   standard deviation) and `h`.
+#   interval $\ell \pm z\,\text{SE}$ has half-width $\Delta_\ell$ (your `halfwidth`), in `z`,
+#   `sigma` (the per-sequence standard deviation) and `Delta_ell`.
 #
 # The symbols are defined in the setup cell.
 
@@ -182,7 +182,7 @@ except NotImplementedError:
 ### BEGIN SOLUTION
 bpb_expr = (L_T / L_B) * ell / sp.log(2)
 n_ = sp.Symbol("n", positive=True)
-sequences_expr = sp.solve(sp.Eq(z * sigma / sp.sqrt(n_), h), n_)[0]
+sequences_expr = sp.solve(sp.Eq(z * sigma / sp.sqrt(n_), Delta_ell), n_)[0]
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
@@ -190,7 +190,7 @@ sequences_expr = sp.solve(sp.Eq(z * sigma / sp.sqrt(n_), h), n_)[0]
 assert isinstance(bpb_expr, sp.Expr), "bpb_expr should be a sympy expression"
 assert bpb_expr.free_symbols <= {L_T, L_B, ell}, "bpb_expr uses only L_T, L_B and ell"
 assert isinstance(sequences_expr, sp.Expr), "sequences_expr should be a sympy expression"
-assert sequences_expr.free_symbols <= {z, sigma, h}, "sequences_expr uses only z, sigma and h"
+assert sequences_expr.free_symbols <= {z, sigma, Delta_ell}, "sequences_expr uses only z, sigma and Delta_ell"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e08-evaluation", "check_expr", globals())
@@ -219,7 +219,7 @@ perplexity = math.exp(mean_nll)
 bits_per_byte = float(bpb_expr.subs({L_T: params["tokens"], L_B: params["bytes"], ell: mean_nll}))
 _s = float(_losses.std(ddof=1))
 standard_error = _s / math.sqrt(_n)
-sequences_needed = math.ceil(float(sequences_expr.subs({z: params["z"], sigma: _s, h: params["halfwidth"]})))
+sequences_needed = math.ceil(float(sequences_expr.subs({z: params["z"], sigma: _s, Delta_ell: params["halfwidth"]})))
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_numbers", "locked": true, "points": 5, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false

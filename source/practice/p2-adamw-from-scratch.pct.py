@@ -21,7 +21,7 @@
 # **Clipping.** With $g_1, \dots, g_k$ the gradients of all parameters,
 # $\lVert g \rVert = \sqrt{\sum_i \lVert g_i \rVert^2}$ (the norm of everything laid end
 # to end). Every gradient is multiplied by the same coefficient
-# $\min\!\big(1, \; c / (\lVert g \rVert + 10^{-6})\big)$, where $c$ is `max_norm`.
+# $\min\!\big(1, \; M / (\lVert g \rVert + 10^{-6})\big)$, where $M$ is `max_norm`.
 # The function returns $\lVert g \rVert$ *before* clipping.
 #
 # **AdamW**, for each parameter $\theta$ with gradient $g$, at step $t = 1, 2, \dots$

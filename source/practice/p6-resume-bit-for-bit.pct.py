@@ -75,7 +75,7 @@ import os
 
 import sympy as sp
 
-N, K = sp.symbols("N K", positive=True)   # parameter count; number of parameter tensors
+N, n_tensors = sp.symbols("N n_tensors", positive=True)   # parameter count; number of parameter tensors
 
 VARIANTS = {
     "A": {"seed": 0, "hidden": 32, "total_steps": 30, "save_at": 12, "lr": 0.003, "warmup_steps": 5},
@@ -264,11 +264,11 @@ judge("p6-resume-bit-for-bit", "check_broken", globals())
 # ## 7. What a checkpoint weighs
 #
 # A checkpoint is part of the chapter's accounting: its size sets how long a save takes and how
-# often you can afford one. For a model of $N$ parameters in $K$ parameter tensors trained with
+# often you can afford one. For a model of $N$ parameters in $n_\text{tensors}$ parameter tensors trained with
 # AdamW in fp32, with the CPU RNG state:
 #
 # - `checkpoint_bytes_expr`: the bytes of tensor data in a checkpoint of the four pieces, as a
-#   sympy expression in `N` and `K` (defined in the setup cell); the scheduler holds no tensors;
+#   sympy expression in `N` and `n_tensors` (defined in the setup cell); the scheduler holds no tensors;
 # - `checkpoint_bytes`: the bytes of tensor data (the sum of `numel() * element_size()` over
 #   every tensor) in the checkpoint your `save_checkpoint` takes at step `save_at` of your
 #   variant's run (if your checkpoint is serialized bytes, count the tensors of the dict you
@@ -291,7 +291,7 @@ _data = make_data(_q["seed"])
 for _ in range(_q["save_at"]):
     train_step(_model, _opt, _sched, _data)
 checkpoint_bytes = tensor_bytes(save_checkpoint(_model, _opt, _sched))
-weights, moments, step_counters = 4 * N, 2 * 4 * N, 4 * K
+weights, moments, step_counters = 4 * N, 2 * 4 * N, 4 * n_tensors
 rng_bytes = torch.get_rng_state().numel()
 checkpoint_bytes_expr = weights + moments + step_counters + rng_bytes
 ### END SOLUTION
@@ -302,7 +302,7 @@ import numbers
 
 assert isinstance(checkpoint_bytes, numbers.Integral), "checkpoint_bytes is a count (int)"
 assert isinstance(checkpoint_bytes_expr, sp.Expr), "checkpoint_bytes_expr should be a sympy expression"
-assert checkpoint_bytes_expr.free_symbols <= {N, K}, "use only the symbols N and K"
+assert checkpoint_bytes_expr.free_symbols <= {N, n_tensors}, "use only the symbols N and n_tensors"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("p6-resume-bit-for-bit", "check_bytes", globals())
@@ -361,7 +361,7 @@ plt.show()
 # - Keep a checkpoint in memory without copying it and let the run go on: what does the
 #   checkpoint hold when you come back to it? Why does `torch.save` to a file not have this
 #   problem?
-# - Put GPT-3's 175 billion parameters into your expression ($K$ is negligible). How many bytes
+# - Put GPT-3's 175 billion parameters into your expression ($n_\text{tensors}$ is negligible). How many bytes
 #   is one checkpoint of the weights and AdamW's state in fp32, and what share of it is the RNG?
 
 # %% [markdown]

@@ -3,7 +3,7 @@
 #
 # *Chapter II.8 Training at Scale · practice · read the papers · 9 of 9*
 #
-# A cosine schedule needs the length of the run before the run starts: the total step count $T$ is
+# A cosine schedule needs the length of the run before the run starts: the total step count $n_\text{steps}$ is
 # inside its formula, and stopping early leaves the learning rate high, while going on means
 # starting the curve again. Warmup-stable-decay (WSD) holds the peak for most of the run and decays
 # only at the end, so the decision of when to end can be taken late, and a checkpoint of the stable
@@ -23,15 +23,15 @@
 # %% [markdown]
 # ## 1. The two schedules
 #
-# With peak $\eta_{max}$, floor $\eta_{min}$, $W$ warmup steps and $T$ total steps (the definitions of
+# With peak $\eta_{max}$, floor $\eta_{min}$, $W$ warmup steps and $n_\text{steps}$ total steps (the definitions of
 # e02-schedules):
 #
 # - **warmup**, both schedules: $\eta(t) = \eta_{max}\, t / W$ for $0 \le t < W$;
-# - **cosine**: $\eta(t) = \eta_{min} + \tfrac12(\eta_{max} - \eta_{min})\bigl(1 + \cos(\pi\,\tfrac{t - W}{T - W})\bigr)$
-#   for $W \le t \le T$ (Loshchilov and Hutter's SGDR, eq. 5, with one cycle; GPT-3 decays to 10% of the peak);
-# - **WSD** with a decay of length $D$: $\eta(t) = \eta_{max}$ for $W \le t \le T - D$, then a straight line
-#   from $\eta_{max}$ at $T - D$ down to $\eta_{min}$ at $T$;
-# - after $T$, both hold $\eta_{min}$.
+# - **cosine**: $\eta(t) = \eta_{min} + \tfrac12(\eta_{max} - \eta_{min})\bigl(1 + \cos(\pi\,\tfrac{t - W}{n_\text{steps} - W})\bigr)$
+#   for $W \le t \le n_\text{steps}$ (Loshchilov and Hutter's SGDR, eq. 5, with one cycle; GPT-3 decays to 10% of the peak);
+# - **WSD** with a decay of length $\text{decay}$: $\eta(t) = \eta_{max}$ for
+#   $W \le t \le n_\text{steps} - \text{decay}$, then a straight line from $\eta_{max}$ at $n_\text{steps} - \text{decay}$ down to $\eta_{min}$ at $n_\text{steps}$;
+# - after $n_\text{steps}$, both hold $\eta_{min}$.
 #
 # Step $t$ is the $t$-th optimizer update, counted from 0: the very first update uses $\eta(0) = 0$.
 

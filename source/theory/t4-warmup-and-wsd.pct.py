@@ -16,7 +16,7 @@
 #    fixes the length at the first step after warmup.
 #
 # The schedules are e02-schedules' (same definitions). Notation: $\eta$ learning rate, $\eta_t$ its
-# value at step $t$, $W$ warmup steps, $T$ total steps, $\beta_1$ Adam's momentum coefficient, $a$ a
+# value at step $t$, $W$ warmup steps, $n_\text{steps}$ total steps, $\beta_1$ Adam's momentum coefficient, $a$ a
 # curvature (an eigenvalue of the Hessian $H$).
 
 # %% [markdown]
@@ -104,20 +104,22 @@ for factor in (0.98, 1.02):
 #
 # Look at what each schedule needs to know at step $t$ (e02's definitions):
 #
-# - **cosine**: $\eta_t = \eta_{min} + \tfrac12(\eta_{max} - \eta_{min})(1 + \cos(\pi(t - W)/(T - W)))$
-#   depends on $T$ from the first step after warmup. Two cosine runs planned for different $T$ share
+# - **cosine**: $\eta_t = \eta_{min} + \tfrac12(\eta_{max} - \eta_{min})(1 + \cos(\pi(t - W)/(n_\text{steps} - W)))$
+#   depends on $n_\text{steps}$ from the first step after warmup. Two cosine runs planned for different $n_\text{steps}$ share
 #   only their warmup and the step at the peak; after that they are different runs.
-# - **WSD**: $\eta_t = \eta_{max}$ from $W$ until the decay starts, whatever $T$ is. Two WSD runs share
+# - **WSD**: $\eta_t = \eta_{max}$ from $W$ until the decay starts, whatever $n_\text{steps}$ is. Two WSD runs share
 #   everything up to the start of the shorter run's decay.
 #
 # So a WSD run can be trained once through its stable phase, checkpointed, and **branched**: from the
-# checkpoint at $T_i - d_i$ a decay of $d_i$ steps finishes a model of length $T_i$, for as many $T_i$
+# checkpoint at $n_{\text{steps},i} - d_i$ a decay of $d_i$ steps finishes a model of length $n_{\text{steps},i}$, for as many
+# $n_{\text{steps},i}$
 # as you like, and the stable run can continue if more compute arrives. Hu et al. (MiniCPM, 2024, §4)
 # named and used the schedule this way; Hägele et al. (*Scaling Laws and Compute-Optimal Training
 # Beyond Fixed Training Durations*, NeurIPS 2024) found that a constant learning rate with a cooldown
 # of about 20% of the run matches cosine, and that branching cooldowns off one constant-rate run per
-# model size cuts the compute of scaling-law experiments substantially. A family of budgets $T_1 < \dots < T_k$ with decays $d_i$
-# costs $\sum_i T_i$ steps with cosine and $\max_i(T_i - d_i) + \sum_i d_i$ with WSD.
+# model size cuts the compute of scaling-law experiments substantially. A family of budgets
+# $n_{\text{steps},1} < \dots < n_{\text{steps},k}$ with decays $d_i$ costs $\sum_i n_{\text{steps},i}$
+# steps with cosine and $\max_i(n_{\text{steps},i} - d_i) + \sum_i d_i$ with WSD.
 #
 # The price: the stable phase runs at the peak learning rate, so its loss is higher than a cosine
 # run's at the same step until the decay collects the drop; only decayed checkpoints are comparable
@@ -252,7 +254,7 @@ judge("t4-warmup-and-wsd", "check_warmup", globals())
 # shortest and the longest budget, each scheduled with your `peak_lr`, `min_lr` and `warmup`: give
 # the ints `shared_cosine` and `shared_wsd`, the number of initial steps $0, 1, \dots$ at which the two
 # runs have the same learning rate, with cosine and with WSD. (Use e02's definitions: the first step
-# of a decay, at $T - d$, is still at the peak; a branch is the checkpoint after $T_i - d_i$ steps plus
+# of a decay, at $n_\text{steps} - \text{decay}$, is still at the peak; a branch is the checkpoint after $n_{\text{steps},i} - d_i$ steps plus
 # $d_i$ further steps.)
 
 # %% nbgrader={"grade": false, "grade_id": "answer_branching", "locked": false, "schema_version": 3, "solution": true, "task": false}
@@ -385,10 +387,10 @@ plt.show()
 #
 # === BEGIN MARK SCHEME ===
 # 3 points (half points allowed):
-# 1. Cosine's η_t depends on T from step W+1 on (`shared_cosine` = W + 1), so choosing T is choosing
+# 1. Cosine's η_t depends on n_steps from step W+1 on (`shared_cosine` = W + 1), so choosing n_steps is choosing
 #    the schedule from the first post-warmup step; switching later means a different schedule from
 #    that point (re-warming, or a run whose schedule was never planned). WSD's η_t does not depend on
-#    T until the decay starts (`shared_wsd` = shortest budget minus its decay, plus one), so any
+#    n_steps until the decay starts (`shared_wsd` = shortest budget minus its decay, plus one), so any
 #    stable-phase checkpoint can be branched into a decay.
 # 2. Uses `saving` (or steps_cosine vs steps_wsd) correctly: one stable run plus one decay per budget
 #    instead of a full run per budget; the fraction quoted.
@@ -401,7 +403,7 @@ plt.show()
 # %% [markdown] nbgrader={"grade": true, "grade_id": "answer_commit_late", "locked": false, "points": 0, "schema_version": 3, "solution": true, "task": false}
 # ### BEGIN SOLUTION
 # (A model answer, with variant A's numbers.) A cosine run's learning rate at every step after the
-# warmup depends on the total length T, so the 5,000-step and 20,000-step cosine runs agree only on
+# warmup depends on the total length $n_\text{steps}$, so the 5,000-step and 20,000-step cosine runs agree only on
 # their first 716 steps (the warmup and the peak); choosing a budget means choosing the schedule from
 # step 716 on, before we know which budget we can afford. With WSD both runs sit at the peak until the
 # shorter one starts its decay at step 4,000, so they share 4,001 steps, and in general one stable run

@@ -136,11 +136,13 @@ VARIANTS = {
     "D": {"N": 175_000_000_000, "P": 64, "K": 12, "stage": 3},
 }
 # The device each variant runs on, with its memory from the vendor's datasheet (1 GB = 1e9 bytes).
+# B200: NVIDIA's DGX B200 datasheet prints 1,440 GB for its 8 GPUs, 180 GB each (the 192 GB
+# often quoted for a B200 is not the DGX B200's figure).
 DEVICES = {
     "A": {"device": "NVIDIA A100 SXM 80GB", "memory_bytes": 80e9},
     "B": {"device": "NVIDIA H100 SXM", "memory_bytes": 80e9},
     "C": {"device": "AMD Instinct MI300X", "memory_bytes": 192e9},
-    "D": {"device": "NVIDIA B200 (DGX/HGX B200)", "memory_bytes": 180e9},
+    "D": {"device": "NVIDIA B200 (DGX B200)", "memory_bytes": 180e9},
 }
 STUDENT = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
 VARIANT = "ABCD"[int.from_bytes(hashlib.sha256(f"worked:{STUDENT}".encode()).digest()[:8], "big") % 4]

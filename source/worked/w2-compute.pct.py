@@ -191,7 +191,7 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 # | NVIDIA A100 SXM 80GB (A100 datasheet) | 80 GB | 2,039 GB/s | 312 TFLOPS, 624* | none | 312 | none |
 # | NVIDIA H100 SXM (H100 datasheet) | 80 GB | 3.35 TB/s | 1,979 TFLOPS* | 3,958 TFLOPS* | 989.5 | 1,979 |
 # | NVIDIA H200 SXM (H200 datasheet) | 141 GB | 4.8 TB/s | 1,979 TFLOPS* | 3,958 TFLOPS* | 989.5 | 1,979 |
-# | NVIDIA B200 (DGX B200 datasheet, 1/8 of 8 GPUs) | 180 GB | 8 TB/s | 4.5 PFLOPS* | 9 PFLOPS* | 2,250 | 4,500 |
+# | NVIDIA B200 (DGX B200 datasheet, 1/8 of its 8 GPUs' 1,440 GB; 16-bit peak from the HGX B200 table) | 180 GB | 8 TB/s | 4.5 PFLOPS* | 9 PFLOPS* | 2,250 | 4,500 |
 # | AMD Instinct MI300X (MI300X datasheet) | 192 GB | 5.3 TB/s | 1,307.4 TFLOPS, 2,614.9 sparse | 2,614.9 TFLOPS, 5,229.8 sparse | 1,307.4 | 2,614.9 |
 #
 # Dense columns in TFLOP/s. **Read the asterisk.** NVIDIA's H100, H200 and B200 datasheets

@@ -111,9 +111,9 @@ def test_wsd_shape():
 
 def test_cosine_expr_is_the_definition():
     e = P.solve(params())["cosine_expr"]
-    s = {n: sympy.Symbol(n, positive=True) for n in ("eta_max", "eta_min", "W", "T", "t")}
+    s = {n: sympy.Symbol(n, positive=True) for n in ("eta_max", "eta_min", "W", "n_steps", "t")}
     assert sympy.simplify(e.subs(s["t"], s["W"]) - s["eta_max"]) == 0
-    assert sympy.simplify(e.subs(s["t"], s["T"]) - s["eta_min"]) == 0
+    assert sympy.simplify(e.subs(s["t"], s["n_steps"]) - s["eta_min"]) == 0
 
 
 @pytest.mark.parametrize("bad", [dict(warmup=200), dict(decay=191), dict(min_lr=2e-3),
@@ -186,7 +186,7 @@ def test_short_list_and_wrong_symbol_score_zero():
     q = P.variants["B"]
     answers = P.solve(q)
     answers["lr_wsd"] = answers["lr_wsd"][:-1]
-    answers["cosine_expr"] = answers["cosine_expr"].subs(sympy.Symbol("T", positive=True),
+    answers["cosine_expr"] = answers["cosine_expr"].subs(sympy.Symbol("n_steps", positive=True),
                                                          sympy.Symbol("total"))
     del answers["area_cosine"]
     r = P.grade(q, answers)

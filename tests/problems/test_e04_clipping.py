@@ -137,6 +137,8 @@ def test_gathered_student_function_is_graded():
      "clip_coef_expr": "c/(sqrt(L)*g)"},                      # strings and NaN
     {"total_norm": [1.0], "clip_coef": None, "clip_probe": [1, 2],
      "clip_coef_expr": sympy.Symbol("x") / sympy.Symbol("c")},  # wrong kinds, unknown symbol
+    {"clip_coef_expr": sympy.Symbol("c", positive=True)
+     / (sympy.sqrt(sympy.Symbol("L", positive=True)) * sympy.Symbol("g", positive=True))},  # the old letters
     {"clip_probe": [{"error": "raised ValueError"}] * 5},      # the function raised
     {"clip_probe": [[[[float("nan")]], 1.0]] * 5},              # NaN inside an output
 ])

@@ -160,6 +160,7 @@ def test_gathered_student_functions():
      "skip_fraction_expr": "1/(W+1)", "scaler_probe": None},
     {"scale_trajectory": [1.0, 2.0], "final_scale": [8192.0], "skipped_steps": ["0"],
      "skip_fraction_expr": 1 / (sympy.Symbol("N") + 1), "scaler_probe": [{"error": "raised KeyError"}] * 4},
+    {"skip_fraction_expr": 1 / (sympy.Symbol("W", positive=True) + 1)},   # the old letter, now warmup's
 ])
 def test_bad_answers_score_zero_without_raising(bad):
     q = P.variants["B"]

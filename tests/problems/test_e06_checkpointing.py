@@ -65,21 +65,21 @@ def test_young_interval_minimises_first_order_waste():
 
 
 def test_daly_tends_to_young_minus_two_thirds_delta():
-    """For delta << M Daly's series is Young's interval minus about 2 delta / 3."""
+    """For delta << Theta Daly's series is Young's interval minus about 2 delta / 3."""
     answers = PROBLEM.solve(_params(10.0, 1e7))
     assert answers["young_interval_seconds"] - answers["daly_interval_seconds"] \
         == pytest.approx(2 * 10.0 / 3, rel=1e-3)
 
 
 def test_daly_uses_mtbf_when_the_write_is_too_long():
-    """Daly's interval is M itself once delta >= 2M."""
+    """Daly's interval is the MTBF Theta itself once delta >= 2 Theta."""
     answers = PROBLEM.solve(_params(1000.0, 400.0))
     assert answers["daly_interval_seconds"] == pytest.approx(400.0)
 
 
 def test_interval_expr_is_youngs():
-    """interval_expr is sqrt(2 delta M) in the problem's symbols."""
-    delta, mtbf = sympy.symbols("delta M", positive=True)
+    """interval_expr is sqrt(2 delta Theta) in the problem's symbols (Theta the MTBF)."""
+    delta, mtbf = sympy.symbols("delta Theta", positive=True)
     expr = PROBLEM.solve(PROBLEM.variants["A"])["interval_expr"]
     assert sympy.simplify(expr - sympy.sqrt(2 * delta * mtbf)) == 0
 
@@ -121,6 +121,8 @@ def test_every_mistake_loses_points_with_its_feedback(mistake):
     {"job_mtbf_seconds": [1.0, 2.0]},                     # a list
     {"interval_expr": sympy.sqrt(2 * sympy.Symbol("x") * sympy.Symbol("M"))},   # unknown symbol
     {"interval_expr": "sqrt(2*delta*M)"},                 # a string, never parsed
+    {"interval_expr": sympy.sqrt(2 * sympy.Symbol("delta", positive=True)
+                                 * sympy.Symbol("M", positive=True))},   # Daly's letter, not the notebook's
 ])
 def test_bad_answers_score_zero_without_raising(bad):
     """Missing, mistyped or foreign answers score 0 on their keys and say why."""

@@ -171,7 +171,7 @@ def _gpipe_makespan(stages, microbatches, t_forward, t_backward):
 
 @pytest.mark.parametrize("stages, microbatches", [(1, 4), (4, 1), (4, 8), (8, 32), (12, 12)])
 def test_bubble_matches_a_simulated_gpipe_step(stages, microbatches):
-    """The idle share of a simulated GPipe schedule is (K-1)/(M+K-1)."""
+    """The idle share of a simulated GPipe schedule is (n_stages-1)/(n_micro+n_stages-1)."""
     t_f, t_b = 1.0, 2.0
     makespan = _gpipe_makespan(stages, microbatches, t_f, t_b)
     idle_share = 1 - microbatches * (t_f + t_b) / makespan
@@ -188,8 +188,8 @@ def test_bubble_relates_to_narayanans_ratio(stages, microbatches):
 
 
 def test_bubble_expr_is_gpipes():
-    """bubble_expr is (K-1)/(M+K-1) in the problem's symbols."""
-    k, m = sympy.symbols("K M", positive=True)
+    """bubble_expr is (n_stages-1)/(n_micro+n_stages-1) in the problem's symbols."""
+    k, m = sympy.symbols("n_stages n_micro", positive=True)
     expr = PROBLEM.solve(PROBLEM.variants["A"])["bubble_expr"]
     assert sympy.simplify(expr - (k - 1) / (m + k - 1)) == 0
 
@@ -229,6 +229,8 @@ def test_every_mistake_loses_points_with_its_feedback(mistake):
     {"allreduce_bytes_per_device": {"bytes": 1}},           # a dict
     {"bubble_expr": (sympy.Symbol("p") - 1) / sympy.Symbol("m")},   # Narayanan's letters
     {"bubble_expr": "(K-1)/(M+K-1)"},                       # a string, never parsed
+    {"bubble_expr": (sympy.Symbol("K", positive=True) - 1)  # GPipe's letters, not the notebook's
+     / (sympy.Symbol("M", positive=True) + sympy.Symbol("K", positive=True) - 1)},
 ])
 def test_bad_answers_score_zero_without_raising(bad):
     """Missing, mistyped or foreign answers score 0 on their keys and say why."""

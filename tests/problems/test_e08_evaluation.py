@@ -155,6 +155,8 @@ def test_gathered_student_functions():
      "bpb_expr": sympy.Symbol("T") * sympy.Symbol("ell"),
      "sequences_expr": (sympy.Symbol("z") * sympy.Symbol("s") / sympy.Symbol("h")) ** 2,
      "logsumexp_probe": [{"float": "inf"}] * 5},
+    {"sequences_expr": (sympy.Symbol("z", positive=True) * sympy.Symbol("sigma", positive=True)
+                        / sympy.Symbol("h", positive=True)) ** 2},   # the old letter h, now w4's width
 ])
 def test_bad_answers_score_zero_without_raising(bad):
     q = P.variants["C"]

@@ -75,7 +75,7 @@ def test_checkpoint_bytes_formula_against_a_real_checkpoint(hidden):
     state = checkpoint["optimizer"]["state"][0]
     assert sum(key.startswith("exp_avg") for key in state) == ADAMW_MOMENTS
     expr = P.solve(P.variants["A"])["checkpoint_bytes_expr"]
-    value = expr.subs({sympy.Symbol("N", positive=True): n, sympy.Symbol("K", positive=True): k})
+    value = expr.subs({sympy.Symbol("N", positive=True): n, sympy.Symbol("n_tensors", positive=True): k})
     assert int(value) == p6.tensor_bytes(checkpoint)
 
 
