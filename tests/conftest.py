@@ -120,3 +120,13 @@ def dask_cluster(tmp_path_factory):
     cluster = LoopbackCluster(tmp_path_factory.mktemp("dask"), workers=2)
     yield cluster
     cluster.close()
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie waiting to be reaped by whoever inherited it."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:][:1] != b"Z"

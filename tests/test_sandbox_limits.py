@@ -23,6 +23,7 @@ from graders import autograde as ag
 from graders import cgroups, seccomp, variants
 from graders.build import make_course, nbgrader
 from graders.sandbox import Limits, SandboxUnavailable, Zygote, namespaces_permitted
+from tests.conftest import running
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "practice"
@@ -286,17 +287,7 @@ def test_no_group_left_after_the_zygote_is_killed():
     os.kill(pid, signal.SIGKILL)
     zygote.close()
     assert cgroups.groups_of(PLAN, pid) == []
-    assert members and not [p for p in members if _running(p)]
-
-
-def _running(pid):
-    """Alive and not a zombie waiting to be reaped by whoever inherited it."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2:][:1] != b"Z"
+    assert members and not [p for p in members if running(p)]
 
 
 def test_no_group_left_after_zygote_and_monitor_are_killed():

@@ -22,6 +22,7 @@ import pytest
 from graders import serve
 from graders.build import make_course, nbgrader
 from graders.demo import fill
+from tests.conftest import running
 
 pytestmark = pytest.mark.slow
 
@@ -119,14 +120,6 @@ def children(pid: int) -> list[int]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         found += [int(c) for c in (task / "children").read_text().split()]
     return found
-
-
-def alive(pid: int) -> bool:
-    """Running, not merely a zombie waiting for its parent."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def visible_text(page: str) -> str:
@@ -232,9 +225,9 @@ def test_killed_mid_burst_every_submission_graded_once(tmp_path):
     # nothing the killed service started lives on to finish (and record) a grading without it:
     # the kernel kills its workers with it, long before one could finish a notebook
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(alive(pid) for pid in helpers):
+    while time.monotonic() < deadline and any(running(pid) for pid in helpers):
         time.sleep(0.2)
-    assert not [pid for pid in helpers if alive(pid)], "a grading process outlived the killed service"
+    assert not [pid for pid in helpers if running(pid)], "a grading process outlived the killed service"
     course.start()
     try:
         course.wait_for(lambda: all([a.state for a in course.attempts(n)] == ["graded"] for n in names),
