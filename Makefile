@@ -8,7 +8,7 @@ STAMP   := $(VENV)/.installed
 .PHONY: setup demo test gate status build clean
 
 $(STAMP): pyproject.toml
-	@# the sandbox's seccomp allowlist is compiled by Debian's libseccomp (graders/seccomp.py)
+	@# the sandbox's seccomp allowlist is compiled by Debian's libseccomp (graders/sandbox/seccomp.py)
 	@ls /usr/lib/*/libseccomp.so.2 /lib/*/libseccomp.so.2 >/dev/null 2>&1 || \
 	    { $$( [ "$$(id -u)" -eq 0 ] || echo sudo ) apt-get install -y libseccomp2; }
 	$(PYTHON) -m venv $(VENV)

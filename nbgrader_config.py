@@ -56,9 +56,9 @@ c.Autograde.create_student = True
 # 0 for any output on stderr. HiddenTestsOutOfTracebacks drops the hidden tests'
 # lines from a failing test cell's traceback, which formgrader and feedback show.
 c.Autograde.autograde_preprocessors = [
-    "graders.nbgrader_hooks.GradedStudent",
+    "graders.engine.nbgrader_hooks.GradedStudent",
     "nbgrader.preprocessors.Execute",
-    "graders.nbgrader_hooks.HiddenTestsOutOfTracebacks",
+    "graders.engine.nbgrader_hooks.HiddenTestsOutOfTracebacks",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -81,13 +81,13 @@ c.GenerateAssignment.create_assignment = True
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    "graders.nbgrader_hooks.HiddenTestsOutOfTracebacks",   # also for notebooks autograded before it was configured
+    "graders.engine.nbgrader_hooks.HiddenTestsOutOfTracebacks",   # also for notebooks autograded before it was configured
     "nbgrader.preprocessors.ClearHiddenTests",
     # the page's styles in a <style> element: JupyterLab opens feedback untrusted, with no scripts
-    "graders.pages.FeedbackStyle",
+    "graders.course.pages.FeedbackStyle",
 ]
 
 # --- pages: formgrader's and the feedback's HTML render offline, with no script ---------------
 # Formulas are typeset as MathML when the page is made (nbconvert's templates would load MathJax
 # from a CDN), and a test cell's points are shown once, in its header.
-c.HTMLExporter.preprocessors = ["graders.pages.MathMLPreprocessor", "graders.pages.PointsShownOnce"]
+c.HTMLExporter.preprocessors = ["graders.course.pages.MathMLPreprocessor", "graders.course.pages.PointsShownOnce"]

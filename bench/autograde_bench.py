@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from graders import problems  # noqa: E402
-from graders.build import make_course, nbgrader  # noqa: E402
+from graders.engine.scratch import make_course, nbgrader  # noqa: E402
 
 KINDS = ("correct", "correct", "partly wrong", "blank", "mixed", "correct", "partly wrong", "broken")
 
@@ -137,12 +137,15 @@ def breakdown(course: Path, assignment: str, sample: int) -> dict:
     """Median seconds per stage over `sample` notebooks graded one at a time in this process."""
     import statistics
 
-    from graders import autograde as ag
-    from graders.sandbox import Zygote, run_job
-    config = ag.load_config(course)
-    loaded = ag.load_course(course, assignment, config)
-    limits = ag.limits_from(config)
-    students = ag.discover(loaded)
+    from graders.engine import course_dir
+    from graders.engine import grading
+    from graders.engine import sanitize
+    from graders.engine import snapshot
+    from graders.sandbox.zygote import Zygote, run_job
+    config = course_dir.load_config(course)
+    loaded = course_dir.load_course(course, assignment, config)
+    limits = course_dir.limits_from(config)
+    students = course_dir.discover(loaded)
     rows = []
     with Zygote(secrets=[course]) as zygote:
         for student in students:
@@ -152,16 +155,16 @@ def breakdown(course: Path, assignment: str, sample: int) -> dict:
                 path = loaded.submission_dir(student) / f"{name}.ipynb"
                 t0 = time.monotonic()
                 try:
-                    nb = ag.read_submission(path)
-                    nb, _ = ag.sanitize(nb, instructor, assignment, student, loaded.begin_hidden, loaded.end_hidden)
-                    job, tests = ag.build_job(loaded, instructor, nb, student)
+                    nb = snapshot.read_submission(path)
+                    nb, _ = sanitize.sanitize(nb, instructor, assignment, student, loaded.begin_hidden, loaded.end_hidden)
+                    job, tests = grading.build_job(loaded, instructor, nb, student)
                 except Exception:  # noqa: BLE001 - a broken submission: nothing to time
                     continue
                 t1 = time.monotonic()
                 run = run_job(zygote.socket_path, job, limits)
                 t2 = time.monotonic()
-                out = ag.NotebookResult(name)
-                ag.grade_cells(loaded, instructor, nb, student, run, tests, out)
+                out = grading.NotebookResult(name)
+                grading.grade_cells(loaded, instructor, nb, student, run, tests, out)
                 t3 = time.monotonic()
                 u, cells = run.usage, [c for c in run.cells.values() if isinstance(c.get("started_at"), float)]
                 if not cells or "isolated_at" not in u:

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from autograde_bench import build, pick_notebooks, scores, timed  # noqa: E402
 
-from graders.cluster import LoopbackCluster  # noqa: E402
+from graders.engine.cluster import LoopbackCluster  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -5,7 +5,7 @@
 It builds a scratch course with the `practice` assignment (notebooks that do real
 torch work) and a small class of honest students, each submitting the published
 solutions (each student has its own variant). The class is graded twice by
-`graders.autograde.autograde`, in this process:
+`graders.engine.autograde.autograde`, in this process:
 
   quiet    the honest class alone
   hostile  the same class, plus in the same batch a CPU-starving neighbour (sixty
@@ -34,9 +34,9 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from graders import autograde as ag  # noqa: E402
+from graders.engine import autograde as ag  # noqa: E402
 from graders import problems, variants  # noqa: E402
-from graders.build import make_course, nbgrader  # noqa: E402
+from graders.engine.scratch import make_course, nbgrader  # noqa: E402
 
 ASSIGNMENT = "practice"
 def cpu_hog(children: int = 60) -> str:

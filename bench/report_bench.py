@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/report_bench.py [--repeat 3] [--fresh]
 
-The class is the synthetic one of tests/test_report.py (50 students per variant, each
+The class is the synthetic one of tests/course/test_report.py (50 students per variant, each
 declared mistake at a chosen rate, blanks, crashes, missing notebooks, one harder
 variant), recorded by the engine's own `record` into an SQLite gradebook under
 bench/out/report-class/ (built once, reused unless --fresh: recording 200 students
@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from graders.report import build_report  # noqa: E402
-from tests.test_report import ASSIGNMENT, build_class, make_class_course  # noqa: E402
+from graders.course.report import build_report  # noqa: E402
+from tests.course.test_report import ASSIGNMENT, build_class, make_class_course  # noqa: E402
 
 TARGET_SECONDS = 10.0
 
@@ -49,7 +49,7 @@ def main() -> int:
     import matplotlib.figure  # noqa: F401
     import nbgrader.api  # noqa: F401
 
-    from graders.report import _problem
+    from graders.course.report import _problem
     for name in ("w1-memory", "w2-compute", "w3-range", "w4-activations", "w5-clip-decay"):
         _problem(name)
     print(f"imports (nbgrader, matplotlib, the problems; once per process): {time.perf_counter() - started:.2f} s "

@@ -39,7 +39,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from graders.build import make_course, nbgrader  # noqa: E402
+from graders.engine.scratch import make_course, nbgrader  # noqa: E402
 
 ASSIGNMENT, COURSE_ID = "worked", "training-at-scale"
 

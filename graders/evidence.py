@@ -1,6 +1,6 @@
 """Grading evidence: each check's verdict and the declared mistake it matched, kept per student.
 
-The class report (`graders.report`) needs more than nbgrader's points: which check
+The class report (`graders.course.report`) needs more than nbgrader's points: which check
 failed, and which declared mistake reproduced the student's answer. The engine
 keeps that in two tables of its own beside nbgrader's, in the gradebook's own
 database (so it works the same on SQLite and PostgreSQL, and after a cluster run):
@@ -22,7 +22,7 @@ import weakref
 from sqlalchemy import (Boolean, Column, Float, Integer, MetaData, String, Table, Text,
                         UniqueConstraint, delete, select, text)
 
-from .feedback import FAIL, INVALID, PASS, UNDECIDED
+from graders.feedback import FAIL, INVALID, PASS, UNDECIDED
 
 STATUSES = (PASS, FAIL, INVALID, UNDECIDED)
 NAME = 160            # longest name kept (student ids, cell ids, keys, mistake names)

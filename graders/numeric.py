@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .feedback import FAIL, INVALID, PASS, Outcome
+from graders.feedback import FAIL, INVALID, PASS, Outcome
 
 DEFAULT_RTOL = 1e-3
 MAX_LIST = 100_000

@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from . import transport
-from .feedback import FAIL, INVALID, Outcome, Result, line
+from graders import transport
+from graders.feedback import FAIL, INVALID, Outcome, Result, line
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from .bounded import Timeout, run_bounded
+from graders.bounded import Timeout, run_bounded
 
 # The chapter's notation (curriculum section 2), all positive reals. Problems
 # add their own symbols (K, W, ...) through `symbols_for`.
@@ -311,13 +311,13 @@ class Expr:
         if isinstance(ans, sympy.Basic):
             return from_srepr(sympy.srepr(ans), allowed)
         if isinstance(ans, (dict, str, bool, int, float, list, tuple)) or ans is None:
-            from .transport import describe
+            from graders.transport import describe
             kind = "is a string" if isinstance(ans, str) else describe(ans)
             raise ExpressionError(f"{kind}, not a sympy expression in {', '.join(self.symbols)}")
         raise ExpressionError(f"is a {type(ans).__name__}, not a sympy expression")
 
     def judge(self, ref, ans):
-        from .feedback import FAIL, INVALID, PASS, UNDECIDED, Outcome
+        from graders.feedback import FAIL, INVALID, PASS, UNDECIDED, Outcome
         try:
             expr = self.read(ans)
         except ExpressionError as exc:

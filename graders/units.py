@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .problem import Mistake
+from graders.problem import Mistake
 
 GIB = 2**30
 GB = 10**9

@@ -116,7 +116,7 @@ def postgres_db(postgres_server):
 @pytest.fixture(scope="module")
 def dask_cluster(tmp_path_factory):
     """A scheduler and two worker processes on 127.0.0.1, for one test module."""
-    from graders.cluster import LoopbackCluster
+    from graders.engine.cluster import LoopbackCluster
     cluster = LoopbackCluster(tmp_path_factory.mktemp("dask"), workers=2)
     yield cluster
     cluster.close()

@@ -25,9 +25,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.test_browser import (ARTIFACTS, Lab, browser, formgrader_action, page, quiet_news,  # noqa: F401
+from tests.course.test_browser import (ARTIFACTS, Lab, browser, formgrader_action, page, quiet_news,  # noqa: F401
                                 run_menu, shot)
-from tests.test_offline_pages import RAW_FORMULAS, offline
+from tests.course.test_offline_pages import RAW_FORMULAS, offline
 from tests.test_readme_paths import (COURSE_ID, REPO, clean_env, commands, fresh_course, readme_section,
                                      run, steps, student_setup)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from graders import contract, gate
+from graders.course import contract, gate
 from tests.conftest import copy_course
 
 REPO = Path(__file__).resolve().parents[1]
@@ -201,7 +201,7 @@ def test_an_installed_grading_library_works_on_the_course_it_stands_in(tmp_path)
     site = tmp_path / "site-packages"
     shutil.copytree(REPO / "graders", site / "graders", ignore=shutil.ignore_patterns("__pycache__"))
     copy = fresh_course(tmp_path / "copy")
-    where = "from graders import contract; print(contract.course_root())"
+    where = "from graders.course import contract; print(contract.course_root())"
     env = clean_env(PYTHONPATH=str(site))
     done = subprocess.run([sys.executable, "-c", where], cwd=copy / "source", env=env,
                           capture_output=True, text=True, timeout=120)
@@ -250,7 +250,7 @@ def test_a_copied_course_uses_its_copied_verdict_cache(tmp_path, monkeypatch, ca
 def test_every_autograded_notebook_says_what_validate_does_not_check():
     """Under the title of every source and released notebook with autograded tests: the note that
     Validate's "Success!" covers the form only, and where to check the numbers."""
-    from graders.build import VALIDATE_NOTE
+    from graders.course.build import VALIDATE_NOTE
     assert "Success! Your notebook passes all the tests." in VALIDATE_NOTE
     assert "where your\n> course offers instant feedback" in VALIDATE_NOTE.replace("Where", "where")
     checked = 0
@@ -269,7 +269,7 @@ def test_every_autograded_notebook_says_what_validate_does_not_check():
 
 def test_a_traceback_loses_the_hidden_lines_and_keeps_the_visible_ones():
     """HiddenTestsOutOfTracebacks drops the hidden region's lines (and grader frames) only."""
-    from graders.nbgrader_hooks import GRADERS, HiddenTestsOutOfTracebacks
+    from graders.engine.nbgrader_hooks import GRADERS, HiddenTestsOutOfTracebacks
     source = ("assert x > 0, 'x should be positive'\n### BEGIN HIDDEN TESTS\n"
               "from graders.notebook import judge\njudge('w1-memory', 'check_expr', globals())\n"
               "### END HIDDEN TESTS")

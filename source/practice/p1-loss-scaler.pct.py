@@ -104,7 +104,7 @@ import torch
 import torch.nn.functional as F
 
 
-# chapter: include graders.problems.p1_loss_scaler.amp_run
+# chapter: include graders.problems.practice.p1_loss_scaler.amp_run
 
 
 def _your_scaler(init_scale, growth_factor, backoff_factor, growth_interval):

@@ -110,25 +110,25 @@ ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float64": 8}
 LAUNCH_SECONDS = 45.0
 
 
-# chapter: include graders.problems.p10_collectives.launch
+# chapter: include graders.problems.practice.p10_collectives.launch
 
 
-# chapter: include graders.problems.p10_collectives._check_loopback
+# chapter: include graders.problems.practice.p10_collectives._check_loopback
 
 
-# chapter: include graders.problems.p10_collectives._listening
+# chapter: include graders.problems.practice.p10_collectives._listening
 
 
-# chapter: include graders.problems.p10_collectives._join_and_run
+# chapter: include graders.problems.practice.p10_collectives._join_and_run
 
 
-# chapter: include graders.problems.p10_collectives.CountingWire
+# chapter: include graders.problems.practice.p10_collectives.CountingWire
 
 
-# chapter: include graders.problems.p10_collectives.SendHandle
+# chapter: include graders.problems.practice.p10_collectives.SendHandle
 
 
-# chapter: include graders.problems.p10_collectives.ring_worker
+# chapter: include graders.problems.practice.p10_collectives.ring_worker
 
 
 def ring_run(world, numel, dtype, seed, all_reduce=None):
@@ -137,10 +137,10 @@ def ring_run(world, numel, dtype, seed, all_reduce=None):
     return [[row[0] for row in rows], [row[1] for row in rows], max(row[2] for row in rows)]
 
 
-# chapter: include graders.problems.p10_collectives.make_mlp
+# chapter: include graders.problems.practice.p10_collectives.make_mlp
 
 
-# chapter: include graders.problems.p10_collectives.fsdp_worker
+# chapter: include graders.problems.practice.p10_collectives.fsdp_worker
 
 
 def fsdp_run(world, widths, dtype, seed, count=None):

@@ -103,7 +103,7 @@ import torch
 import torch.nn.functional as F
 
 
-# chapter: include graders.problems.p2_adamw_from_scratch.adamw_run
+# chapter: include graders.problems.practice.p2_adamw_from_scratch.adamw_run
 
 
 def adamw_norms(seed, steps, lr, betas, eps, weight_decay, max_norm, spikes):

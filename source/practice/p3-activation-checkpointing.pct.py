@@ -100,10 +100,10 @@ import torch
 import torch.nn.functional as F
 
 
-# chapter: include graders.problems.p3_activation_checkpointing.Block
+# chapter: include graders.problems.practice.p3_activation_checkpointing.Block
 
 
-# chapter: include graders.problems.p3_activation_checkpointing.make_stack
+# chapter: include graders.problems.practice.p3_activation_checkpointing.make_stack
 
 
 def loss_of(h):

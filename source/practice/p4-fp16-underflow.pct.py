@@ -101,13 +101,13 @@ torch.set_num_threads(1)   # tiny tensors: one thread is fastest, and the number
 N_EXAMPLES, N_IN, N_HIDDEN, BATCH = 256, 16, 32, 32
 
 
-# chapter: include graders.problems.p4_fp16_underflow.make_data
+# chapter: include graders.problems.practice.p4_fp16_underflow.make_data
 
 
-# chapter: include graders.problems.p4_fp16_underflow.make_model
+# chapter: include graders.problems.practice.p4_fp16_underflow.make_model
 
 
-# chapter: include graders.problems.p4_fp16_underflow.full_loss
+# chapter: include graders.problems.practice.p4_fp16_underflow.full_loss
 
 
 def run_fp16(seed, steps, weight_exp, scale_exp, lr=0.1, step=None):
@@ -128,7 +128,7 @@ def run_fp16(seed, steps, weight_exp, scale_exp, lr=0.1, step=None):
     return [losses, zeros, full_loss(master, data)]
 
 
-# chapter: include graders.problems.p4_fp16_underflow.run_fp32
+# chapter: include graders.problems.practice.p4_fp16_underflow.run_fp32
 
 
 # %% [markdown]

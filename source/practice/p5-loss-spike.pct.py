@@ -103,16 +103,16 @@ torch.set_num_threads(1)   # tiny tensors: one thread is fastest, and the number
 N_EXAMPLES, N_IN, N_HIDDEN = 256, 8, 32
 
 
-# chapter: include graders.problems.p5_loss_spike.make_data
+# chapter: include graders.problems.practice.p5_loss_spike.make_data
 
 
-# chapter: include graders.problems.p5_loss_spike.make_model
+# chapter: include graders.problems.practice.p5_loss_spike.make_model
 
 
-# chapter: include graders.problems.p5_loss_spike.lr_factor
+# chapter: include graders.problems.practice.p5_loss_spike.lr_factor
 
 
-# chapter: include graders.problems.p5_loss_spike.train
+# chapter: include graders.problems.practice.p5_loss_spike.train
 
 
 # %% [markdown]

@@ -118,16 +118,16 @@ torch.set_num_threads(1)   # tiny tensors: one thread is fastest, and the number
 N_EXAMPLES, N_IN, N_CLASSES, BATCH = 256, 8, 4, 32
 
 
-# chapter: include graders.problems.p6_resume_bit_for_bit.make_data
+# chapter: include graders.problems.practice.p6_resume_bit_for_bit.make_data
 
 
-# chapter: include graders.problems.p6_resume_bit_for_bit.lr_factor
+# chapter: include graders.problems.practice.p6_resume_bit_for_bit.lr_factor
 
 
-# chapter: include graders.problems.p6_resume_bit_for_bit.make_run
+# chapter: include graders.problems.practice.p6_resume_bit_for_bit.make_run
 
 
-# chapter: include graders.problems.p6_resume_bit_for_bit.train_step
+# chapter: include graders.problems.practice.p6_resume_bit_for_bit.train_step
 
 
 def resume_curves(seed, hidden, total_steps, save_at, lr, warmup_steps, save=None, load=None):

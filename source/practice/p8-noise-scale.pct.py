@@ -68,7 +68,7 @@ VARIANT = "ABCD"[int.from_bytes(hashlib.sha256(f"practice:{STUDENT}".encode()).d
 params = VARIANTS[VARIANT]
 
 
-# chapter: include graders.problems.p8_noise_scale.make_task
+# chapter: include graders.problems.practice.p8_noise_scale.make_task
 
 
 print(f"Student {STUDENT}: variant {VARIANT}: {params}")

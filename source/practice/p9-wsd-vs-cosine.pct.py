@@ -75,7 +75,7 @@ VARIANT = "ABCD"[int.from_bytes(hashlib.sha256(f"practice:{STUDENT}".encode()).d
 params = VARIANTS[VARIANT]
 
 
-# chapter: include graders.problems.p9_wsd_vs_cosine.make_task
+# chapter: include graders.problems.practice.p9_wsd_vs_cosine.make_task
 
 
 print(f"Student {STUDENT}: variant {VARIANT}: peak {params['peak_lr']}, floor {params['min_lr']}, "

@@ -59,7 +59,7 @@ VARIANT = "ABCD"[int.from_bytes(hashlib.sha256(f"tds-practice:{STUDENT}".encode(
 params = VARIANTS[VARIANT]
 
 
-# chapter: include graders.problems.tds_p1_random_features.make_task
+# chapter: include graders.problems.tds_practice.tds_p1_random_features.make_task
 
 
 print(f"Student {STUDENT}: variant {VARIANT}: {params}")

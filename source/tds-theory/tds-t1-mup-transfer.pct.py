@@ -49,7 +49,7 @@ import torch
 torch.set_num_threads(1)
 
 
-# chapter: include graders.problems.tds_t1_mup_transfer.adam_output_change
+# chapter: include graders.problems.tds_theory.tds_t1_mup_transfer.adam_output_change
 
 
 for width in (64, 256, 1024):

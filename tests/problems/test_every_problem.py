@@ -8,7 +8,7 @@ that each lose points somewhere with their own feedback (the gate's rule).
 import pytest
 
 from graders import problems
-from graders.gate import mistake_reasons
+from graders.course.gate import mistake_reasons
 
 IDS = problems.ids()
 
@@ -272,7 +272,7 @@ def test_the_chapters_notation_keeps_the_specifications_symbols_and_names_the_ne
     twelve symbols as they are, and the symbols the precision items and e09/p7 introduced."""
     import tomllib
 
-    from graders.site import notation_table
+    from graders.course.site import notation_table
     from tests.conftest import REPO
     chapter = next(c for c in tomllib.loads((REPO / "chapters.toml").read_text())["chapter"] if c["id"] == "II.8")
     notation = chapter["notation"]

@@ -1,0 +1,186 @@
+"""What each `chapter` command does, given its parsed arguments (graders/cli.py parses them)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+
+from graders.course import contract
+from graders.course.build import build
+from graders.course.gate import gate
+from graders.course.status import chapter_status, render, shortfalls
+
+
+def existing(root, chapter, reports) -> set[str]:
+    """Items that have been started: a notebook in source/ or a registered problem."""
+    from graders import problems
+    started = set(problems.ids())
+    started |= {nb.split("/")[-1] for nb in chapter.notebooks if (root / "source" / f"{nb}.ipynb").exists()}
+    return started
+
+
+def chosen_chapters(root, wanted):
+    """Every chapter, or the one named; an empty list (with a message) when it is unknown."""
+    chapters = [c for c in contract.load_chapters(root) if not wanted or c.id == wanted]
+    if not chapters:
+        print(f"no chapter {wanted!r}", file=sys.stderr)
+    return chapters
+
+
+def cmd_status(args) -> int:
+    root = contract.course_root(args.course)
+    chapters = chosen_chapters(root, args.chapter)
+    if not chapters:
+        return 2
+    records = [chapter_status(root, c) for c in chapters]
+    if args.json:
+        print(json.dumps({"chapters": records}, indent=2))
+    else:
+        print("\n\n".join(render(r, root) for r in records))
+    return 0
+
+
+def run_gate(root, chapter, only=None, refresh=False, verbose=False) -> int:
+    reasons, reports = gate(root, chapter, only=only, refresh=refresh)
+    started = existing(root, chapter, reports)
+    failures = [r for r in reasons if r.split(":")[0] not in reports or r.split(":")[0] in started]
+    missing = sorted(set(reports) - started)
+    short = [] if only else shortfalls(chapter_status(root, chapter, reports))
+    if verbose:
+        for item, report in reports.items():
+            marks = " ".join(f"{v}:{'ok' if ok else 'FAIL'}" for v, ok in sorted(report.solution.items()))
+            print(f"{item}: solution {marks or '-'} · blank {'0' if report.blank_zero else 'NOT 0'}")
+    for reason in failures:
+        print(reason)
+    if chapter.state == "published":
+        for line in short:
+            print(line)
+        ok = not failures and not short
+    else:
+        if missing:
+            print(f"{chapter.id} is a draft; not yet written: {', '.join(missing)}")
+        for line in short:
+            print(f"{line} (draft: reported, not failing)")
+        ok = not failures
+    print(f"gate {chapter.id}: {'passed' if ok else 'REFUSED'}")
+    return 0 if ok else 1
+
+
+def cmd_gate(args) -> int:
+    root = contract.course_root(args.course)
+    chapters = [c for c in contract.load_chapters(root) if not args.chapter or c.id == args.chapter]
+    code = 0
+    for chapter in chapters:
+        code |= run_gate(root, chapter, only=args.only, refresh=args.refresh, verbose=args.verbose)
+    return code
+
+
+def cmd_check(args) -> int:
+    root = contract.course_root(args.course)
+    for chapter in contract.load_chapters(root):
+        if any(nb.endswith("/" + args.item) for nb in chapter.notebooks):
+            return run_gate(root, chapter, only=[args.item], refresh=True, verbose=True)
+    print(f"{args.item} is not listed in chapters.toml", file=sys.stderr)
+    return 2
+
+
+def cmd_publish(args) -> int:
+    root = contract.course_root(args.course)
+    chapter = contract.find_chapter(args.chapter, root)
+    build(root, write=True)
+    candidate = dataclasses.replace(chapter, state="published")
+    if run_gate(root, candidate) != 0:
+        print(f"publish {chapter.id}: refused; it stays {chapter.state}")
+        return 1
+    contract.set_state(chapter.id, "published", root)
+    print(f"publish {chapter.id}: published")
+    return publish_site(root, root / "site")
+
+
+def publish_site(root, out, only=None) -> int:
+    from graders.course.site import render_site
+    problems = render_site(root, out, items=only)
+    for line in problems:
+        print(f"site: {line}")
+    print(f"site: {out / 'index.html'}")
+    return 1 if problems else 0
+
+
+def cmd_site(args) -> int:
+    from pathlib import Path
+    root = contract.course_root(args.course)
+    return publish_site(root, Path(args.out).resolve() if args.out else root / "site", only=args.only)
+
+
+def cmd_build(args) -> int:
+    root = contract.course_root(args.course)
+    reasons = build(root, write=not args.check)
+    for reason in reasons:
+        print(reason)
+    if args.check:
+        return 1 if reasons else 0
+    print("built source/*.ipynb, release/ and solutions/ from source/*/*.pct.py")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from graders.course.demo import run
+    run(root=contract.course_root(args.course), site=True)
+    return 0
+
+
+def cmd_autograde(args) -> int:
+    from graders.engine.autograde import autograde
+    from graders.engine.course_dir import limits_from, load_config
+    root = contract.course_root(args.course)
+    limits = limits_from(load_config(root), cell_seconds=args.cell_timeout,
+                         notebook_seconds=args.notebook_timeout)
+    report = autograde(root, args.assignment, workers=args.workers, limits=limits, force=args.force,
+                       progress=not args.no_progress, isolate=not args.no_isolation, scheduler=args.scheduler,
+                       allow_degraded=args.allow_degraded)
+    return 1 if report.failed else 0
+
+
+def cmd_serve(args) -> int:
+    import signal
+
+    from graders.engine.serve import Service, history
+    root = contract.course_root(args.course)
+    if args.history:
+        for assignment in args.assignment:
+            for student, attempt in history(root, assignment):
+                score = "" if attempt.score is None else f"{attempt.score:g}/{attempt.max_score:g}"
+                print(f"{assignment}  {student:<16} {attempt.timestamp:<34} {attempt.state:<8} {score:>9}  "
+                      f"{attempt.why[:80]}")
+        return 0
+    service = Service(root, args.assignment, workers=args.workers, poll=args.poll, out=sys.stdout)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: service.stop())
+    service.run()
+    return 0
+
+
+def cmd_report(args) -> int:
+    from pathlib import Path
+
+    from graders.course.report import build_report
+    root = contract.course_root(args.course)
+    written = build_report(root, args.assignment, out=Path(args.out).resolve() if args.out else None)
+    print(written.text)
+    print(f"\nreport: {written.html}\nCSV: {written.checks_csv} {written.mistakes_csv}")
+    return 0
+
+
+def cmd_cards(args) -> int:
+    from pathlib import Path
+
+    from graders.course.cards import export_chapter
+    root = contract.course_root(args.course)
+    chapters = chosen_chapters(root, args.chapter)
+    if not chapters:
+        return 2
+    out = Path(args.out).resolve() if args.out else root / "decks"
+    for chapter in chapters:
+        apkg, table, count = export_chapter(chapter, out)
+        print(f"{chapter.id}: {count} cards -> {apkg} and {table}")
+    return 0

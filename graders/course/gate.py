@@ -1,0 +1,254 @@
+"""The build gate: an item counts only when its published solution passes.
+
+For every item of a chapter the gate proves, by running them:
+- the published solution (`solutions/`) gets full marks from the grader
+  students face, as a student of each of its variants;
+- the blank release (`release/`) scores 0;
+- every declared mistake loses points in each variant where it gives a wrong
+  answer, with its own feedback line;
+- the notebook agrees with its problem (variants, test cells, points);
+and, for the chapter, that `release/` and `solutions/` match `source/`.
+
+Verdicts are cached in `.chapter/verdicts.json` under a fingerprint of every
+file they depend on, so `chapter status` re-runs only what changed; the in-sync
+check, in `.chapter/build-check.json`, likewise. Both fingerprints read paths
+inside the course and contents only, so a copy of the course keeps its cache.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from graders import problems, variants
+from graders.course.build import build
+from graders.course.contract import Chapter
+from graders.course.verify import autograde
+
+CACHE = Path(".chapter") / "verdicts.json"
+
+
+@dataclass
+class ItemReport:
+    id: str
+    notebook: str                                        # "assignment/id"
+    solution: dict[str, bool] = field(default_factory=dict)   # variant -> full marks
+    blank_zero: bool = False
+    reasons: list[str] = field(default_factory=list)
+    fingerprint: str = ""
+
+    @property
+    def counts(self) -> bool:
+        """Counts toward the contract: a published solution passing in all four variants."""
+        return len(self.solution) == 4 and all(self.solution.values())
+
+    @property
+    def ok(self) -> bool:
+        return self.counts and not self.reasons
+
+
+def fingerprint(root: Path, notebook: str) -> str:
+    """A hash of everything an item's verdict may depend on: the whole grading library
+    (problem modules share code), the course configuration and the item's three notebooks."""
+    from graders.digest import code_digest
+    digest = hashlib.sha256(code_digest().encode())
+    files = [root / "nbgrader_config.py"]
+    files += [root / folder / f"{notebook}.ipynb" for folder in ("source", "release", "solutions")]
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes() if path.exists() else b"<absent>")
+    return digest.hexdigest()
+
+
+# --- static agreement between notebook and problem -----------------------------------
+def notebook_reasons(root: Path, notebook: str, problem) -> list[str]:
+    path = root / "source" / f"{notebook}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    reasons, test_cells, notebook_variants = [], {}, None
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade_id") == "setup":
+            notebook_variants = _variants_literal(cell.source)
+            if f'"{problem.assignment}:' not in cell.source:
+                reasons.append(f"{notebook}: the setup cell does not hash the assignment {problem.assignment!r}")
+        if meta.get("grade") and cell.cell_type == "code":
+            test_cells[meta["grade_id"]] = float(meta.get("points", 0))
+    if notebook_variants != problem.variants:
+        reasons.append(f"{notebook}: the setup cell's VARIANTS differ from the problem's variants")
+    for grade_id, keys in problem.cells.items():
+        if grade_id not in test_cells:
+            reasons.append(f"{notebook}: no test cell {grade_id!r}")
+        elif test_cells[grade_id] != problem.points(keys):
+            reasons.append(f"{notebook}: test cell {grade_id!r} is worth {test_cells[grade_id]:g} points, "
+                           f"its checks {problem.points(keys):g}")
+    unchecked = set(problem.checks) - {k for keys in problem.cells.values() for k in keys}
+    if unchecked:
+        reasons.append(f"{notebook}: no test cell checks {', '.join(sorted(unchecked))}")
+    return reasons
+
+
+def _variants_literal(source: str):
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "VARIANTS" for t in node.targets):
+            try:
+                return ast.literal_eval(node.value)
+            except ValueError:
+                return None
+    return None
+
+
+# --- declared mistakes ----------------------------------------------------------------
+def mistake_reasons(problem) -> list[str]:
+    reasons = []
+    if len(problem.mistakes) < 3:
+        reasons.append(f"{problem.id}: declares {len(problem.mistakes)} common mistakes; at least 3 are owed")
+    for mistake in problem.mistakes:
+        shown = False
+        for label, params in problem.variants.items():
+            right = problem.solve(params)
+            answers = {**right, **mistake.wrong(params)}
+            changed = [k for k in mistake.wrong(params)
+                       if not problem.checks[k].judge(right[k], answers[k]).passed]
+            if not changed:
+                continue  # this mistake gives the right answer in this variant
+            shown = True
+            result = problem.grade(params, answers)
+            if result.score >= result.max_score:
+                reasons.append(f"{problem.id}: mistake {mistake.name!r} loses no points in variant {label}")
+            elif not any(mistake.feedback in text for text in result.feedback):
+                reasons.append(f"{problem.id}: mistake {mistake.name!r} is not named in the feedback "
+                               f"in variant {label}")
+        if not shown:
+            reasons.append(f"{problem.id}: mistake {mistake.name!r} gives the right answers in every variant")
+    return reasons
+
+
+# --- running solutions and blanks -------------------------------------------------------
+def evaluate(root: Path, notebooks: list[str]) -> dict[str, ItemReport]:
+    """Verdicts for `notebooks` ("assignment/id"), from real grading runs."""
+    reports: dict[str, ItemReport] = {}
+    by_assignment: dict[str, list[str]] = {}
+    for notebook in notebooks:
+        assignment, item = notebook.split("/")
+        report = reports[item] = ItemReport(item, notebook, fingerprint=fingerprint(root, notebook))
+        try:
+            problem = problems.get(item)
+        except KeyError:
+            report.reasons.append(f"{item}: no problem is registered in graders/problems")
+            continue
+        for folder in ("source", "release", "solutions"):
+            if not (root / folder / f"{notebook}.ipynb").exists():
+                report.reasons.append(f"{item}: {folder}/{notebook}.ipynb does not exist")
+        if report.reasons:
+            continue
+        if len(problem.variants) != 4:
+            report.reasons.append(f"{item}: has {len(problem.variants)} variants; 4 are owed")
+        report.reasons += notebook_reasons(root, notebook, problem)
+        report.reasons += mistake_reasons(problem)
+        by_assignment.setdefault(assignment, []).append(item)
+
+    for assignment, items in by_assignment.items():
+        submissions = {}
+        for label in variants.LABELS:
+            student = variants.student_for(label, assignment, prefix="gate")
+            submissions[student] = {i: root / "solutions" / assignment / f"{i}.ipynb"
+                                    for i in items if label in problems.get(i).variants}
+        submissions["gate-blank"] = {i: root / "release" / assignment / f"{i}.ipynb" for i in items}
+        with tempfile.TemporaryDirectory(prefix="chapter-gate-") as tmp:
+            scores = autograde(root, Path(tmp), assignment, submissions)
+        for label in variants.LABELS:
+            student = variants.student_for(label, assignment, prefix="gate")
+            for item, got in scores.get(student, {}).items():
+                passed = got.max_score > 0 and abs(got.score - got.max_score) < 1e-9
+                reports[item].solution[label] = passed
+                if not passed:
+                    failed = [t for t in got.feedback if t.startswith(("✗", "?")) or "Error" in t][:3]
+                    reports[item].reasons.append(
+                        f"{item}: the published solution scores {got.score:g}/{got.max_score:g} in variant "
+                        f"{label}" + (f" ({'; '.join(failed)})" if failed else ""))
+        for item, got in scores["gate-blank"].items():
+            reports[item].blank_zero = got.score == 0
+            if got.score != 0:
+                reports[item].reasons.append(f"{item}: the blank release scores {got.score:g}, not 0")
+    return reports
+
+
+# --- cache ---------------------------------------------------------------------------------
+def verdicts(root: Path, notebooks: list[str], refresh: bool = False) -> dict[str, ItemReport]:
+    """Cached verdicts where nothing they depend on changed; fresh runs for the rest."""
+    cache_path = root / CACHE
+    cached = {}
+    if cache_path.exists() and not refresh:
+        try:
+            cached = json.loads(cache_path.read_text())
+        except ValueError:
+            cached = {}
+    reports, stale = {}, []
+    for notebook in notebooks:
+        item = notebook.split("/")[-1]
+        entry = cached.get(item)
+        if entry and entry.get("fingerprint") == fingerprint(root, notebook):
+            reports[item] = ItemReport(**entry)
+        else:
+            stale.append(notebook)
+    if stale:
+        fresh = evaluate(root, stale)
+        reports.update(fresh)
+        cached.update({item: asdict(report) for item, report in fresh.items()})
+        cache_path.parent.mkdir(exist_ok=True)
+        cache_path.write_text(json.dumps(cached, indent=1, sort_keys=True))
+    return reports
+
+
+BUILD_CACHE = Path(".chapter") / "build-check.json"
+
+
+def build_fingerprint(root: Path) -> str:
+    """A hash of everything `chapter build --check` reads: the grading library, nbgrader's and
+    jupytext's versions, the course configuration and every file under source/, release/ and
+    solutions/, by path inside the course and content (so a copy of the course has the same)."""
+    import jupytext
+    import nbgrader
+    from graders.digest import code_digest
+    digest = hashlib.sha256(f"{code_digest()} {nbgrader.__version__} {jupytext.__version__}".encode())
+    files = [root / "nbgrader_config.py"]
+    for folder in ("source", "release", "solutions"):
+        files += sorted(p for p in (root / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                        and ".ipynb_checkpoints" not in p.parts)
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        digest.update(path.read_bytes() if path.exists() else b"<absent>")
+    return digest.hexdigest()
+
+
+def build_reasons(root: Path, refresh: bool = False) -> list[str]:
+    """`build(root, write=False)`, whose answer is cached under the build's fingerprint."""
+    cache_path, key = root / BUILD_CACHE, build_fingerprint(root)
+    try:
+        cached = json.loads(cache_path.read_text())
+        if cached.get("fingerprint") == key and not refresh:
+            return list(cached["reasons"])
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    reasons = build(root, write=False)
+    cache_path.parent.mkdir(exist_ok=True)
+    cache_path.write_text(json.dumps({"fingerprint": key, "reasons": reasons}, indent=1))
+    return reasons
+
+
+def gate(root: Path, chapter: Chapter, only: list[str] | None = None,
+         refresh: bool = False) -> tuple[list[str], dict[str, ItemReport]]:
+    """Every reason the chapter (or the `only` items) falls short, and the item verdicts."""
+    notebooks = [nb for nb in chapter.notebooks if not only or nb.split("/")[-1] in only]
+    reasons = build_reasons(root, refresh=refresh)
+    if only:
+        reasons = [r for r in reasons if any(f"/{i}." in r for i in only)]
+    reports = verdicts(root, notebooks, refresh=refresh)
+    for notebook in notebooks:
+        reasons += reports[notebook.split("/")[-1]].reasons
+    return reasons, reports

@@ -1,0 +1,97 @@
+"""Run notebooks through the grader students face, and say what they scored.
+
+Both graders start the same way: a scratch course, the assignment generated
+into its own gradebook, each notebook placed in
+`submitted/<student>/<assignment>/`, and the scores read back from the
+gradebook afterwards.
+- `autograde` is the grader students face: `chapter autograde`
+  (`graders.engine.autograde`), which runs the cells in a sandbox and grades outside it.
+  The gate and `chapter status` call it, so what counts is what a student's
+  submission would get.
+- `autograde_nbgrader` is plain `nbgrader autograde` with the course's
+  configuration (hidden tests in the student's kernel); kept for the benchmark
+  and for the test that both agree on honest submissions.
+"""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from graders.engine.scratch import make_course, nbgrader
+
+
+@dataclass
+class NotebookScore:
+    score: float
+    max_score: float
+    feedback: list[str] = field(default_factory=list)   # what the graded test cells printed
+
+
+def prepare(root: Path, scratch: Path, assignment: str, submissions: dict[str, dict[str, Path]]) -> Path:
+    """A scratch course with the assignment generated and the submissions in place."""
+    course = make_course(root, scratch, only=[assignment])
+    nbgrader("generate_assignment", assignment, "--force", cwd=course)
+    for student, notebooks in submissions.items():
+        folder = course / "submitted" / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        for notebook_id, path in notebooks.items():
+            shutil.copy(path, folder / f"{notebook_id}.ipynb")
+    return course
+
+
+def autograde_nbgrader(root: Path, scratch: Path, assignment: str,
+                       submissions: dict[str, dict[str, Path]]) -> dict[str, dict[str, NotebookScore]]:
+    """Grade `{student: {notebook_id: path}}` for one assignment with plain nbgrader."""
+    course = prepare(root, scratch, assignment, submissions)
+    nbgrader("autograde", assignment, "--force", cwd=course)
+    return read_scores(course, assignment, submissions)
+
+
+def autograde_sandboxed(root: Path, scratch: Path, assignment: str,
+                        submissions: dict[str, dict[str, Path]]) -> dict[str, dict[str, NotebookScore]]:
+    """Grade `{student: {notebook_id: path}}` for one assignment with `chapter autograde`."""
+    from graders.engine.autograde import autograde as engine
+    from graders.engine.autograde import shared_zygote
+    course = prepare(root, scratch, assignment, submissions)
+    engine(course, assignment, progress=False, out=None, zygote=shared_zygote())
+    return read_scores(course, assignment, submissions)
+
+
+def read_scores(course: Path, assignment: str, submissions) -> dict[str, dict[str, NotebookScore]]:
+    from nbgrader.api import Gradebook
+    scores: dict[str, dict[str, NotebookScore]] = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student, notebooks in submissions.items():
+            for notebook_id in notebooks:
+                nb = gb.find_submission_notebook(notebook_id, assignment, student)
+                graded = course / "autograded" / student / assignment / f"{notebook_id}.ipynb"
+                # Only what the autograder decides: task cells and prose answers wait
+                # for a person in formgrader and are no part of the gate's verdict.
+                auto = [g for g in nb.grades if not g.needs_manual_grade]
+                scores.setdefault(student, {})[notebook_id] = NotebookScore(
+                    sum(g.auto_score or 0.0 for g in auto), sum(g.max_score for g in auto),
+                    feedback_lines(graded))
+    return scores
+
+
+def feedback_lines(path: Path) -> list[str]:
+    """The stdout of every graded test cell of an autograded notebook."""
+    if not path.exists():
+        return []
+    lines = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "stream":
+                    lines += output.get("text", "").splitlines()
+                elif output.get("output_type") == "error":
+                    lines.append(f"{output.get('ename')}: {output.get('evalue')}")
+    return lines
+
+
+def autograde(root: Path, scratch: Path, assignment: str, submissions):
+    """The grader students face: `chapter autograde` (sandboxed; graded outside the student's kernel)."""
+    return autograde_sandboxed(root, scratch, assignment, submissions)

@@ -1,0 +1,237 @@
+"""The course as grading sees it: its config, the assignment's instructor notebooks, the limits, the submissions."""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+
+from graders.sandbox.zygote import Limits
+
+
+MAX_NOTEBOOK_BYTES = 50 << 20
+_quiet = logging.getLogger("chapter.autograde.nbgrader")
+_quiet.addHandler(logging.NullHandler())
+_quiet.propagate = False
+
+
+@dataclass
+class InstructorNotebook:
+    """What the gradebook says about one notebook (a snapshot; no database needed after)."""
+    name: str
+    kernelspec: str | None
+    source_cells: list            # SimpleNamespace(name, cell_type, locked, checksum, source), in order
+    grade_cells: list             # SimpleNamespace(name, max_score, cell_type)
+    solution_cells: list          # SimpleNamespace(name)
+    task_cells: list              # SimpleNamespace(name, max_score)
+
+    def source(self, name):
+        return next((c for c in self.source_cells if c.name == name), None)
+
+    @property
+    def autograded_tests(self) -> dict[str, float]:
+        """grade_id -> points of the graded code cells that are not manual (the hidden-test cells)."""
+        manual = {c.name for c in self.solution_cells}
+        return {c.name: float(c.max_score) for c in self.grade_cells
+                if c.name not in manual and c.cell_type == "code"}
+
+
+@dataclass
+class Course:
+    root: str
+    assignment: str
+    db_url: str
+    course_id: str
+    submitted: str                # format with student
+    autograded: str
+    source_dir: str
+    ignore: list
+    notebooks: dict               # name -> InstructorNotebook
+    permissions: int
+    begin_hidden: str
+    end_hidden: str
+    max_lines: int
+    max_traceback: int
+    exclude_overwriting: list
+    excluded_students: list
+    instant: bool = False         # feedback for `chapter serve`: no direction, length or value
+
+    def submission_dir(self, student: str) -> Path:
+        return Path(self.submitted.format(student=student))
+
+    def autograded_dir(self, student: str) -> Path:
+        return Path(self.autograded.format(student=student))
+
+
+def load_config(root: Path):
+    """The course's nbgrader configuration (nbgrader_config.py in `root`), as nbgrader reads it."""
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+    path = root / "nbgrader_config.py"
+    if not path.exists():
+        return Config()
+    return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+
+
+def load_course(root: Path, assignment: str, config=None) -> Course:
+    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.coursedir import CourseDirectory
+    root = Path(root).resolve()
+    config = config if config is not None else load_config(root)
+    coursedir = CourseDirectory(config=config)
+    if not config.CourseDirectory.get("root"):
+        coursedir.root = str(root)
+    fmt = lambda step: coursedir.format_path(step, "{student}", assignment)  # noqa: E731
+    notebooks = {}
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+        try:
+            found = gb.find_assignment(assignment)
+        except MissingEntry:
+            found = _registered_from_release(gb, root, coursedir, assignment)
+        for nb in sorted(found.notebooks, key=lambda n: n.name):
+            cells = [SimpleNamespace(name=c.name, cell_type=c.cell_type, locked=bool(c.locked),
+                                     checksum=c.checksum, source=c.source) for c in nb.source_cells]
+            cells = _in_release_order(coursedir, assignment, nb.name, cells)
+            notebooks[nb.name] = InstructorNotebook(
+                name=nb.name, kernelspec=nb.kernelspec, source_cells=cells,
+                grade_cells=[SimpleNamespace(name=c.name, max_score=float(c.max_score), cell_type=c.cell_type)
+                             for c in nb.grade_cells],
+                solution_cells=[SimpleNamespace(name=c.name) for c in nb.solution_cells],
+                task_cells=[SimpleNamespace(name=c.name, max_score=float(c.max_score)) for c in nb.task_cells])
+    limit_output = config.LimitOutput
+    hidden = config.ClearHiddenTests
+    return Course(
+        root=str(root), assignment=assignment, db_url=coursedir.db_url, course_id=coursedir.course_id,
+        submitted=fmt(coursedir.submitted_directory), autograded=fmt(coursedir.autograded_directory),
+        source_dir=coursedir.format_path(coursedir.source_directory, ".", assignment),
+        ignore=list(coursedir.ignore), notebooks=notebooks,
+        permissions=int(str(config.BaseConverter.get("permissions", 664 if coursedir.groupshared else 444)), 8),
+        begin_hidden=hidden.get("begin_test_delimeter", "BEGIN HIDDEN TESTS"),
+        end_hidden=hidden.get("end_test_delimeter", "END HIDDEN TESTS"),
+        max_lines=int(limit_output.get("max_lines", 1000)),
+        max_traceback=int(limit_output.get("max_traceback", 100)),
+        exclude_overwriting=list(config.Autograde.get("exclude_overwriting", {}).get(assignment, [])),
+        excluded_students=[s for s in (coursedir.student_id_exclude or "").split(",") if s],
+    )
+
+
+def _registered_from_release(gb, root: Path, coursedir, assignment: str):
+    """The assignment, registered from the committed release/ when the gradebook lacks it."""
+    from graders.engine.scratch import register_release
+    if not (Path(coursedir.format_path(coursedir.release_directory, ".", assignment))).is_dir():
+        raise SystemExit(f"no assignment {assignment!r} in the gradebook and no release of it; "
+                         f"run `nbgrader generate_assignment {assignment}` first")
+    gb.db.rollback()   # end this session's read, so that nbgrader's process may write
+    print(register_release(root, assignment, coursedir.db_url, coursedir.course_id), flush=True)
+    return gb.find_assignment(assignment)
+
+
+def _in_release_order(coursedir, assignment, notebook, cells):
+    """Source cells in the order the released notebook has them (the gradebook keeps no order)."""
+    path = Path(coursedir.format_path(coursedir.release_directory, ".", assignment)) / f"{notebook}.ipynb"
+    try:
+        released = nbformat.read(path, as_version=4)
+    except Exception:  # noqa: BLE001 - no release folder: keep the gradebook's order
+        return cells
+    order = {}
+    for i, cell in enumerate(released.cells):
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id is not None:
+            order.setdefault(grade_id, i)
+    return sorted(cells, key=lambda c: order.get(c.name, len(order)))
+
+
+def limits_from(config, **overrides) -> Limits:
+    limits = Limits()
+    timeout = config.Execute.get("timeout") if config is not None else None
+    if isinstance(timeout, (int, float)) and timeout > 0:
+        limits.cell_seconds = float(timeout)
+        limits.notebook_seconds = max(limits.notebook_seconds, 3 * float(timeout))
+    # any sandbox limit may be set in nbgrader_config.py: c.ChapterSandbox.tmp_bytes = 512 << 20
+    section = config.get("ChapterSandbox", {}) if config is not None else {}
+    for key in asdict(limits):
+        if key in section:
+            setattr(limits, key, type(getattr(limits, key))(section[key]))
+    for key, value in overrides.items():
+        if value is not None:
+            setattr(limits, key, value)
+    return limits
+
+
+FILE_COPY_BYTES = 64 << 20     # the largest data file the sandbox is given
+WORK_HEADROOM = 16 << 20       # room left in the sandbox's working folder for the notebook's own files
+
+
+def data_budget(limits: Limits) -> int:
+    return max(0, int(limits.tmp_bytes) - WORK_HEADROOM)
+
+
+def check_data_files(course: Course, limits: Limits) -> None:
+    """Refuse, before any grading, an assignment whose own data files cannot reach the sandbox."""
+    from nbgrader.utils import find_all_files
+    base = Path(course.source_dir)
+    if not base.is_dir():
+        return
+    sizes = {}
+    for path in find_all_files(str(base), course.ignore + ["*.ipynb", "timestamp.txt"]):
+        if os.path.isfile(path) and not os.path.islink(path):
+            sizes[os.path.relpath(path, base)] = os.path.getsize(path)
+    big = sorted(rel for rel, size in sizes.items() if size > FILE_COPY_BYTES)
+    total = sum(sizes.values())
+    if big or total > data_budget(limits):
+        mib = lambda n: f"{n / (1 << 20):.0f} MiB"  # noqa: E731
+        what = (f"{', '.join(f'{rel} ({mib(sizes[rel])})' for rel in big)} "
+                f"{'is' if len(big) == 1 else 'are'} larger than the {mib(FILE_COPY_BYTES)} a sandbox is given"
+                if big else
+                f"its data files take {mib(total)}, more than the {mib(data_budget(limits))} of working space "
+                f"a sandbox has (tmp_bytes {mib(int(limits.tmp_bytes))} less {mib(WORK_HEADROOM)} for the "
+                "notebook's own files)")
+        raise SystemExit(f"cannot grade {course.assignment}: {what}. Make the files smaller, or give each "
+                         "sandbox more room in nbgrader_config.py, e.g. "
+                         "c.ChapterSandbox.tmp_bytes = 1024 << 20 (memory is counted against it).")
+
+
+def fit_files(files: dict, limits: Limits) -> tuple[dict, list[str]]:
+    """The submission's data files that fit in the sandbox; a note for each one left out."""
+    kept, notes, total = {}, [], 0
+    for rel, path in sorted(files.items()):
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            continue
+        if size > FILE_COPY_BYTES or total + size > data_budget(limits):
+            notes.append(f"the submitted file {rel!r} ({size / (1 << 20):.0f} MiB) was too large to give the "
+                         "notebook and was left out")
+            continue
+        kept[rel] = path
+        total += size
+    return kept, notes
+
+
+def discover(course: Course) -> list[str]:
+    """Student ids with a submission of the assignment (directory names, never notebook content)."""
+    import glob
+    pattern = Path(course.submitted.format(student="*"))
+    students = []
+    for path in sorted(glob.glob(str(pattern))):
+        student = _student_of(course, Path(path))
+        if student and student not in course.excluded_students and Path(path).is_dir() \
+                and not Path(path).is_symlink():
+            students.append(student)
+    return students
+
+
+def _student_of(course: Course, path: Path) -> str | None:
+    template = Path(course.submitted.format(student="\0"))
+    parts, got = template.parts, path.parts
+    if len(parts) != len(got):
+        return None
+    for want, have in zip(parts, got):
+        if "\0" in want:
+            return have
+        if want != have:
+            return None
+    return None

@@ -1,0 +1,512 @@
+"""One submission graded: its notebooks run in the sandbox, and each test cell judged here, bounded."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from graders.bounded import Timeout, run_bounded
+from graders.engine.course_dir import Course, _quiet, fit_files
+from graders.engine.sanitize import _nbgrader_meta, _unique, sanitize, strip_hidden
+from graders.engine.snapshot import _why_broken, read_submission
+from graders.sandbox.zygote import Limits, SandboxUnavailable, run_job
+
+
+@dataclass
+class NotebookResult:
+    name: str
+    status: str = "graded"          # graded | missing | broken | failed
+    score: float = 0.0
+    max_score: float = 0.0
+    grades: dict = field(default_factory=dict)     # grade_id -> auto score (None: manual)
+    comments: dict = field(default_factory=dict)   # grade_id -> auto comment
+    reasons: list = field(default_factory=list)    # why points were lost for a non-mathematical reason
+    notes: list = field(default_factory=list)      # what sanitizing repaired
+    feedback: list = field(default_factory=list)
+    variant: str = ""
+    run: dict = field(default_factory=dict)
+    layers: dict = field(default_factory=dict)
+    checks: dict = field(default_factory=dict)     # grade_id -> {answer key: {"status", "mistake"}}
+    inside: list = field(default_factory=list)     # grade_ids judged the nbgrader way, in the sandbox
+    notebook: str | None = None                    # the autograded .ipynb text
+
+    @property
+    def technical_zero(self) -> bool:
+        """Scored 0 for something other than wrong mathematics (an error, a timeout, tampering...)."""
+        return self.score == 0 and self.max_score > 0 and bool(self.reasons or self.notes)
+
+
+@dataclass
+class SubmissionResult:
+    student: str
+    key: str
+    notebooks: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"student": self.student, "key": self.key, "notebooks": [asdict(n) for n in self.notebooks]}
+
+    @classmethod
+    def from_json(cls, data) -> "SubmissionResult":
+        return cls(data["student"], data["key"], [NotebookResult(**n) for n in data["notebooks"]])
+
+
+def task_seconds(course: Course, limits: Limits) -> float:
+    """How long one submission's grading may take in all: every notebook's run and its grading."""
+    cells = sum(len(nb.autograded_tests) for nb in course.notebooks.values())
+    # a notebook's limit counts its own CPU time; the wall clock may run wall_factor times longer
+    wall = float(limits.notebook_seconds) * max(1.0, float(getattr(limits, "wall_factor", 1.0)))
+    return len(course.notebooks) * (wall + 30.0) + cells * GRADE_SECONDS + 60.0
+
+
+def warm_references(course: Course, student: str) -> None:
+    """Compute this student's references and declared mistakes here, in a long-lived process.
+
+    They depend on the variant only (trusted inputs), and grading each cell runs in a
+    fresh bounded child: what is cached here (the practice items' reference runs) the
+    children inherit instead of recomputing.
+    """
+    from graders.variants import variant_for
+    for name in course.notebooks:
+        problem = _problem(name)
+        if problem is None:
+            continue
+        params = problem.variants.get(variant_for(student, problem.assignment or course.assignment))
+        if params is None:
+            continue
+        with contextlib.suppress(Exception):   # a failure here shows again, bounded, when grading
+            problem.solve(params)
+            for mistake in problem.mistakes:
+                mistake.wrong(params)
+
+
+def grade_submission_bounded(course: Course, student: str, socket_path: str, limits: Limits,
+                             key: str = "") -> dict:
+    """`grade_submission` in a forked child with the task's time limit (for cluster workers).
+
+    Returns {"result": SubmissionResult JSON} or {"not_graded": why}; never hangs.
+    """
+    from graders import symbolic
+    warm_references(course, student)
+
+    def work():
+        mark = symbolic.decided_count()
+        try:
+            result = grade_submission(course, student, socket_path, limits, key)
+        except SandboxUnavailable as exc:
+            return {"infra": str(exc)}
+        return {"result": result.to_json(), "decided": symbolic.decided_since(mark)}
+
+    seconds = task_seconds(course, limits)
+    try:
+        out = run_bounded(work, timeout=seconds, memory_bytes=8 << 30, max_output=1 << 30)
+    except Timeout:
+        return {"not_graded": f"grading took longer than {seconds:g} s and was stopped"}
+    except RuntimeError as exc:
+        return {"not_graded": f"grading failed: {exc}"[:300]}
+    if "infra" in out:   # not the student's fault: the task fails, and Dask retries it elsewhere
+        raise SandboxUnavailable(out["infra"])
+    symbolic.remember(out.pop("decided", ()))
+    return out
+
+
+def grade_submission(course: Course, student: str, socket_path: str, limits: Limits,
+                     key: str = "") -> SubmissionResult:
+    """Grade one student's submission (all notebooks of the assignment)."""
+    result = SubmissionResult(student, key)
+    folder = course.submission_dir(student)
+    for name, instructor in course.notebooks.items():
+        path = folder / f"{name}.ipynb"
+        result.notebooks.append(grade_notebook(course, instructor, student, path, socket_path, limits))
+    return result
+
+
+def grade_notebook(course, instructor, student, path, socket_path, limits) -> NotebookResult:
+    points = sum(float(c.max_score) for c in instructor.grade_cells)
+    out = NotebookResult(instructor.name, max_score=points)
+    if not path.exists() and not path.is_symlink():
+        out.status = "missing"
+        out.grades = {c.name: 0.0 for c in instructor.grade_cells}
+        out.reasons.append("the notebook was not submitted")
+        return out
+    try:
+        nb = read_submission(path)
+        nb, out.notes = sanitize(nb, instructor, course.assignment, student,
+                                 course.begin_hidden, course.end_hidden)
+    except Exception as exc:  # noqa: BLE001 - any unreadable notebook scores 0 with its reason
+        return broken(out, instructor, course, _why_broken(exc))
+    try:
+        job, tests = build_job(course, instructor, nb, student)
+    except Exception as exc:  # noqa: BLE001 - a grader bug must not stop the batch
+        return broken(out, instructor, course, f"the grader could not prepare this notebook ({exc!r:.200})")
+    job["files"], left_out = fit_files(job["files"], limits)
+    out.notes += left_out
+    run = run_job(socket_path, job, limits)   # SandboxUnavailable propagates: not the student's fault
+    out.run = {"status": run.status, "detail": run.detail, "seconds": run.seconds, "leftovers": run.leftovers}
+    out.layers = {"monitor": run.monitor_layers, "sandbox": run.layers}
+    try:
+        grade_cells(course, instructor, nb, student, run, tests, out)
+    except Exception as exc:  # noqa: BLE001
+        out.notes, out.notebook = [], None
+        return broken(out, instructor, course, f"the grader could not grade this notebook ({exc!r:.200})")
+    return out
+
+
+def broken(out: NotebookResult, instructor, course, reason: str) -> NotebookResult:
+    """0 for every cell, and a notebook that says why, for generate_feedback."""
+    from nbgrader.preprocessors import OverwriteCells
+    out.status = "broken"
+    out.reasons.append(reason)
+    out.grades = {c.name: 0.0 for c in instructor.grade_cells}
+    maker = OverwriteCells(log=_quiet)
+    manual = {c.name for c in instructor.solution_cells}
+    cells = [nbformat.v4.new_markdown_cell(f"**This notebook could not be graded:** {reason}. "
+                                           "Every cell scores 0.")]
+    for grade in instructor.grade_cells:
+        source = instructor.source(grade.name)
+        if source is None:
+            continue
+        cell = maker.missing_cell_transform(source, grade.max_score, is_solution=grade.name in manual)
+        cell.source = strip_hidden(cell.source, course.begin_hidden, course.end_hidden)
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"✗ not graded: {reason}\n"),
+                            nbformat.v4.new_output("execute_result", data={"text/plain": "0.0"},
+                                                   execution_count=None)]
+        cell["id"] = grade.name if _CELL_ID.fullmatch(grade.name) else f"autograded-{len(cells)}"
+        cells.append(cell)
+    nb = nbformat.v4.new_notebook(cells=cells)
+    if instructor.kernelspec:
+        nb.metadata["kernelspec"] = json.loads(instructor.kernelspec)
+    out.notebook = write_notebook(nb)
+    out.feedback = [f"✗ {reason}"]
+    return out
+
+
+def _problem(name):
+    from graders import problems
+    try:
+        return problems.get(name)
+    except KeyError:
+        return None
+
+
+def build_job(course, instructor, nb, student):
+    """The cells the sandbox runs (hidden tests removed) and, per test cell, what to read back."""
+    from graders.variants import variant_for
+    problem = _problem(instructor.name)
+    tests = instructor.autograded_tests
+    params, variant = None, ""
+    if problem is not None:
+        variant = variant_for(student, problem.assignment or course.assignment)
+        params = problem.variants.get(variant)
+    cells, info = [], {}
+    probes_all = {}
+    if problem is not None and params is not None:
+        try:
+            probes_all = problem.probes(params)
+        except Exception:  # noqa: BLE001
+            probes_all = {}
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        meta = _nbgrader_meta(cell) or {}
+        name = meta.get("grade_id")
+        entry = {"index": index, "source": cell.source}
+        if name is not None and instructor.source(name) is not None:
+            entry["source"] = strip_hidden(cell.source, course.begin_hidden, course.end_hidden)
+        if name in tests:
+            keys = list(problem.cells.get(name, ())) if problem is not None else []
+            entry["test"] = name
+            entry["keys"] = keys
+            entry["probes"] = {k: {"function": probes_all[k].function, "calls": probes_all[k].calls}
+                               for k in keys if k in probes_all}
+            info[index] = {"name": name, "keys": keys, "points": tests[name], "inside": not keys}
+            if not keys:
+                # No checks outside the sandbox know this cell (any nbgrader notebook's plain
+                # asserts): it is judged as nbgrader judges it, by running it whole, hidden
+                # tests included, inside the student's process, and reading its outputs.
+                entry["source"] = cell.source
+        cells.append(entry)
+    job = {"cells": cells, "env": {"JUPYTERHUB_USER": student},
+           "files": extra_files(course, student)}
+    meta = {"problem": problem, "params": params, "variant": variant, "tests": info}
+    return job, meta
+
+
+def extra_files(course: Course, student: str) -> dict:
+    """Non-notebook files the notebook may read, as nbgrader would copy them: submission, then source."""
+    from nbgrader.utils import find_all_files
+    files = {}
+    for base in (course.submission_dir(student), Path(course.source_dir)):
+        if not base.is_dir():
+            continue
+        for path in find_all_files(str(base), course.ignore + ["*.ipynb", "timestamp.txt"]):
+            rel = os.path.relpath(path, base)
+            if base != course.submission_dir(student) and rel in course.exclude_overwriting:
+                continue
+            real = os.path.realpath(path)
+            if os.path.islink(path) or not os.path.isfile(path) \
+                    or not real.startswith(str(base.resolve()) + os.sep):
+                continue   # a link could point at the gradebook or the source notebooks
+            files[rel] = real
+    return files
+
+
+def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult):
+    """Scores from the sandbox's data, the autograded notebook, feedback and reasons."""
+    from nbgrader import utils
+    problem, params, variant, tests = meta["problem"], meta["params"], meta["variant"], meta["tests"]
+    out.variant = variant
+    stopped = _stop_reason(run)
+    count = 0
+    for index, cell in enumerate(nb.cells):
+        message = run.cells.get(index) if cell.cell_type == "code" else None
+        if cell.cell_type == "code":
+            cell.outputs = clean_outputs(message.get("outputs") if message else None)
+            if message is not None:
+                count += 1
+                cell.execution_count = count
+        meta_cell = _nbgrader_meta(cell) or {}
+        name = meta_cell.get("grade_id")
+        if index in tests:
+            cell.source = strip_hidden(cell.source, course.begin_hidden, course.end_hidden)
+            score, lines = score_test_cell(tests[index], message, problem, params, variant, stopped, out,
+                                           cell, instant=getattr(course, "instant", False))
+            out.grades[name] = score
+            out.feedback += lines
+            cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text="\n".join(lines) + "\n"))
+            cell.outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": repr(float(score))},
+                                                       execution_count=cell.execution_count))
+        elif name is not None and utils.is_grade(cell):
+            auto, _ = utils.determine_grade(cell)     # manual cells: 0 if untouched, else left to formgrader
+            out.grades[name] = auto
+        if name is not None and (utils.is_solution(cell) or utils.is_task(cell)):
+            unchanged = meta_cell.get("checksum") == utils.compute_checksum(cell) and not utils.is_task(cell)
+            out.comments[name] = "No response." if unchanged else None
+    errors = []
+    for index, message in sorted(run.cells.items()):
+        if index in tests or not isinstance(message, dict) or message.get("raised") is not True:
+            continue
+        if message.get("timeout") is True:
+            errors.append(f"cell {index + 1} ran past its time limit and was interrupted")
+        else:
+            errors.append(f"cell {index + 1} raised {str(message.get('ename') or 'an error')[:80]}")
+    out.reasons = _unique(([stopped] if stopped else []) + errors + out.reasons)
+    if run.anomaly:
+        out.notes.append(run.anomaly)
+    if run.leftovers:
+        out.notes.append(f"{run.leftovers} process(es) the notebook started were still running at the end "
+                         "and were killed")
+    out.score = float(sum(s for s in out.grades.values() if s))
+    if out.notes:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(
+            "**Autograder notes:**\n\n" + "\n".join(f"- {n}" for n in out.notes)))
+    limit_outputs(nb, course)
+    out.notebook = write_notebook(nb)
+
+
+_CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def write_notebook(nb) -> str:
+    """nbformat text, with a cell id for every cell (re-added cells come without one)."""
+    nb.nbformat, nb.nbformat_minor = 4, max(5, int(nb.get("nbformat_minor") or 0))
+    seen = set()
+    for i, cell in enumerate(nb.cells):
+        if not isinstance(cell.get("id"), str) or cell["id"] in seen or not _CELL_ID.fullmatch(cell["id"]):
+            cell["id"] = f"autograded-{i}"
+        seen.add(cell["id"])
+    return nbformat.writes(nb)
+
+
+def _stop_reason(run) -> str:
+    where = ""
+    if run.begun:
+        last = run.begun[-1]
+        if last not in run.cells:
+            where = f" (in cell {last + 1})"
+    if run.status == "ok":
+        if run.finished:
+            return ""
+        if where:
+            return f"the notebook ended its own process{where} (os._exit or similar), so later cells never ran"
+        return ("the notebook interfered with the sandbox's reporting (for instance by patching "
+                "builtins), so its answers could not be read back")
+    return {
+        "timeout": f"the notebook was stopped{where}: {run.detail or 'it ran past its time limit'}",
+        "flood": f"the notebook was stopped{where}: {run.detail or 'it wrote too much output'}",
+        "crashed": f"the notebook stopped{where}: {run.detail or 'the grading process died'}",
+    }.get(run.status, f"the notebook could not be run{where}: {run.detail or run.status}")
+
+
+GRADE_SECONDS = 30.0            # one hidden-test cell's grading, outside the sandbox
+GRADE_MEMORY_BYTES = 2 << 30    # on top of what the grading process already maps
+GRADE_RESULT_BYTES = 4 << 20
+
+
+def score_test_cell(test, message, problem, params, variant, stopped, out: NotebookResult, cell=None,
+                    instant: bool = False):
+    """(points, feedback lines) for one hidden-test cell."""
+    points, name, keys = float(test["points"]), test["name"], test["keys"]
+    if message is None:
+        reason = stopped or "the notebook did not reach this cell"
+        out.reasons.append(reason)
+        return 0.0, [f"✗ not graded: {reason}"]
+    if test.get("inside") or problem is None or not keys:
+        return judged_inside(test, message, cell, out)
+    if params is None:
+        reason = f"this problem has no variant {variant} to grade"
+        out.reasons.append(reason)
+        return 0.0, [f"✗ not graded: {reason}"]
+    answers = message.get("answers")
+    if message.get("raised") is not False and not isinstance(answers, dict):
+        ename = str(message.get("ename") or "an error")[:80]
+        out.reasons.append(f"the checks in cell {name!r} raised {ename}")
+        return 0.0, [f"✗ the checks in this cell raised {ename}, so it scores 0 of {points:g}"]
+    answers = answers if isinstance(answers, dict) else {}
+    if answers.get("__timeout__"):
+        out.reasons.append(f"reading the answers of cell {name!r} timed out")
+        return 0.0, ["✗ reading your answers took too long (a function or object that does not return)"]
+    answers = {k: answers[k] for k in keys if k in answers}
+    raised = []
+    if message.get("raised") is not False:
+        # The visible checks stopped on one answer: each answer is still graded on its own,
+        # so one wrong type never costs the others in the cell their points.
+        ename = str(message.get("ename") or "an error")[:80]
+        raised = [f"✗ the visible checks in this cell raised {ename}; each answer below is graded "
+                  "on its own"]
+    try:
+        result = grade_bounded(problem, params, answers, keys, instant=instant)
+    except Timeout:
+        out.reasons.append(f"grading cell {name!r} took longer than {GRADE_SECONDS:g} s")
+        return 0.0, [f"✗ grading your answers took longer than {GRADE_SECONDS:g} s (an answer too large "
+                     "or too complicated to check), so this cell scores 0; your instructor has been told"]
+    except Exception as exc:  # noqa: BLE001 - never let one answer stop the batch
+        out.reasons.append(f"cell {name!r} could not be graded ({str(exc)[:120] or type(exc).__name__})")
+        return 0.0, ["✗ this cell could not be graded; your instructor has been told"]
+    from graders.evidence import check_verdicts
+    verdicts = result["checks"]   # plain data from the bounded child; kept in the gradebook as evidence
+    out.checks[name] = check_verdicts({k: v["status"] for k, v in verdicts.items()},
+                                      {k: v["mistake"] for k, v in verdicts.items()}, keys)
+    score = max(0.0, min(float(result["score"]), points, float(result["max_score"])))
+    lines = [f"Variant {variant}: {score:g} of {points:g} points in this cell"] + raised + result["feedback"]
+    return score, lines
+
+
+def grade_bounded(problem, params, answers, keys, seconds: float | None = None, instant: bool = False) -> dict:
+    """`problem.grade` in a forked child under a time, memory and size bound, as JSON data.
+
+    Reading and comparing a hostile answer must never hold the batch: the child is
+    killed past `seconds` (Timeout). Comparisons it decided come back with its result,
+    so the next student's copy of the same expression is decided at once. With
+    `instant`, the feedback names each failed check and any matching declared mistake,
+    and nothing more: no direction, length or value that repeated attempts could bisect.
+    """
+    from graders import symbolic
+
+    def work():
+        mark = symbolic.decided_count()
+        r = problem.grade(params, answers, keys=keys)
+        lines = instant_lines(problem, r) if instant else r.feedback
+        return {"score": float(r.score), "max_score": float(r.max_score),
+                "feedback": [str(line)[:2000] for line in lines],
+                "checks": {str(k): {"status": str(o.status), "mistake": r.mistakes.get(k)}
+                           for k, o in r.outcomes.items()},
+                "decided": symbolic.decided_since(mark)}
+
+    result = run_bounded(work, timeout=seconds or GRADE_SECONDS, memory_bytes=GRADE_MEMORY_BYTES,
+                         max_output=GRADE_RESULT_BYTES)
+    symbolic.remember(result.pop("decided", ()))
+    return result
+
+
+def instant_lines(problem, result) -> list[str]:
+    """Feedback for instant grading: which checks failed, and the declared mistake that matched."""
+    from graders.feedback import FAIL, Outcome, line
+    said = {m.name: m.feedback for m in problem.mistakes}
+    lines = []
+    for key, outcome in result.outcomes.items():
+        if outcome.status == FAIL:
+            outcome = Outcome(FAIL, "does not match your variant.")
+        lines.append(line(key, outcome, said.get(result.mistakes.get(key))))
+    return lines
+
+
+def judged_inside(test, message, cell, out: NotebookResult):
+    """nbgrader's own verdict on a test cell that ran whole in the sandbox: its outputs decide."""
+    from nbgrader import utils
+    points, name = float(test["points"]), test["name"]
+    out.inside.append(name)
+    outputs = list(cell.outputs) if cell is not None else []
+    if message.get("raised") is not False and not any(o.get("output_type") == "error" for o in outputs):
+        outputs.append(nbformat.v4.new_output("error", ename=str(message.get("ename") or "Error")[:200],
+                                              evalue="", traceback=[]))
+    for output in outputs:   # a traceback would show the hidden tests' source: keep its last line
+        if output.get("output_type") == "error":
+            output["traceback"] = [f"{output.get('ename', '')}: {output.get('evalue', '')}"]
+    judged = nbformat.from_dict({"cell_type": "code", "source": "", "outputs": outputs,
+                                 "metadata": {"nbgrader": {"grade": True, "solution": False, "locked": True,
+                                                           "grade_id": name, "points": points}}})
+    try:
+        score, _ = utils.determine_grade(judged)
+    except Exception:  # noqa: BLE001 - an output nbgrader cannot read scores as an error would
+        score = 0.0
+    if cell is not None:
+        cell.outputs = outputs
+    score = max(0.0, min(float(score or 0.0), points))
+    how = ("judged as nbgrader judges it: the cell ran whole, hidden tests included, inside the "
+           "notebook's own process (it has no checks outside the sandbox)")
+    mark = "✓" if score == points else "✗"
+    return score, [f"{mark} {score:g} of {points:g} points in this cell, {how}"]
+
+
+_OUTPUT_KINDS = {"stream", "execute_result", "display_data", "error"}
+_MIMES = ("text/plain", "image/png", "image/jpeg", "text/latex")
+
+
+def clean_outputs(raw) -> list:
+    """Untrusted outputs from the sandbox as valid nbformat outputs (plain text and images only)."""
+    outputs = []
+    if not isinstance(raw, list):
+        return outputs
+    for item in raw[:200]:
+        if not isinstance(item, dict) or item.get("output_type") not in _OUTPUT_KINDS:
+            continue
+        kind = item["output_type"]
+        try:
+            if kind == "stream":
+                name = item.get("name") if item.get("name") in ("stdout", "stderr") else "stdout"
+                text = item.get("text")
+                if isinstance(text, str) and text:
+                    outputs.append(nbformat.v4.new_output("stream", name=name, text=text))
+            elif kind == "error":
+                tb = item.get("traceback")
+                tb = [str(t)[:5000] for t in tb[:200]] if isinstance(tb, list) else []
+                outputs.append(nbformat.v4.new_output("error", ename=str(item.get("ename", ""))[:200],
+                                                      evalue=str(item.get("evalue", ""))[:2000], traceback=tb))
+            else:
+                data = item.get("data")
+                if not isinstance(data, dict):
+                    continue
+                bundle = {m: data[m] for m in _MIMES if isinstance(data.get(m), str)}
+                if not bundle:
+                    continue
+                if kind == "execute_result":
+                    count = item.get("execution_count")
+                    outputs.append(nbformat.v4.new_output(kind, data=bundle, execution_count=count
+                                                          if isinstance(count, int) else None))
+                else:
+                    outputs.append(nbformat.v4.new_output(kind, data=bundle))
+        except Exception:  # noqa: BLE001 - drop what nbformat will not take
+            continue
+    return outputs
+
+
+def limit_outputs(nb, course: Course) -> None:
+    from nbgrader.preprocessors import LimitOutput
+    LimitOutput(log=_quiet, max_lines=course.max_lines, max_traceback=course.max_traceback) \
+        .preprocess(nb, {})

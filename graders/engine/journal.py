@@ -1,0 +1,78 @@
+"""The resume journal: each submission's result kept under a fingerprint of everything that decides it."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from graders.digest import code_digest, library_versions
+from graders.engine.course_dir import Course
+from graders.engine.grading import GRADE_MEMORY_BYTES, GRADE_SECONDS, SubmissionResult
+from graders.engine.record_io import _atomic_write
+from graders.sandbox.zygote import Limits
+
+
+JOURNAL = Path(".chapter") / "autograde"
+
+
+def fingerprint(course: Course, limits: Limits) -> str:
+    """Everything a grade depends on besides the submission.
+
+    The whole grading library's code (a problem imports shared code, and may import
+    another), the versions of the libraries it computes with, the course's
+    configuration, the instructor's cells and the limits. Any change regrades.
+    """
+    digest = hashlib.sha256()
+    digest.update(code_digest().encode())
+    digest.update(json.dumps(library_versions(), sort_keys=True).encode())
+    config = Path(course.root) / "nbgrader_config.py"
+    if config.exists():
+        digest.update(config.read_bytes())
+    snapshot = {name: {
+        "cells": [vars(c) for c in nb.source_cells], "grades": [vars(c) for c in nb.grade_cells],
+        "solutions": [vars(c) for c in nb.solution_cells], "tasks": [vars(c) for c in nb.task_cells],
+        "kernelspec": nb.kernelspec} for name, nb in course.notebooks.items()}
+    digest.update(json.dumps(snapshot, sort_keys=True, default=str).encode())
+    course_settings = {k: getattr(course, k) for k in (
+        "course_id", "ignore", "permissions", "begin_hidden", "end_hidden", "max_lines", "max_traceback",
+        "exclude_overwriting", "excluded_students")}
+    digest.update(json.dumps(course_settings, sort_keys=True, default=str).encode())
+    digest.update(json.dumps(asdict(limits), sort_keys=True).encode())
+    digest.update(json.dumps({"grade_seconds": GRADE_SECONDS, "grade_memory": GRADE_MEMORY_BYTES}).encode())
+    return digest.hexdigest()
+
+
+def submission_key(course: Course, student: str, base: str) -> str:
+    digest = hashlib.sha256(base.encode())
+    digest.update(student.encode())
+    folder = course.submission_dir(student)
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() or p.is_symlink()):
+        digest.update(str(path.relative_to(folder)).encode())
+        digest.update(b"L" + os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
+    return digest.hexdigest()
+
+
+class Journal:
+    """One file per student: {"key", "state": "graded" | "recorded", "result"}; written atomically."""
+
+    def __init__(self, course: Course):
+        self.dir = Path(course.root) / JOURNAL / course.assignment
+
+    def path(self, student):
+        return self.dir / f"{hashlib.sha256(student.encode()).hexdigest()[:16]}.json"
+
+    def get(self, student, key):
+        try:
+            entry = json.loads(self.path(student).read_text())
+        except (OSError, ValueError):
+            return None
+        if entry.get("key") != key or entry.get("result", {}).get("student") != student:
+            return None
+        return entry
+
+    def put(self, result: SubmissionResult, state: str) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        data = json.dumps({"key": result.key, "state": state, "result": result.to_json()})
+        _atomic_write(self.path(result.student), data.encode())

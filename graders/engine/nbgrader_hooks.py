@@ -1,0 +1,67 @@
+"""The preprocessors the course adds to nbgrader's autograde and feedback steps.
+
+nbgrader does not tell a notebook whose submission it is grading. The hidden
+tests need that to find the student's variant, so this preprocessor, run
+before Execute, puts the student id into the environment the grading kernel
+inherits: as CHAPTER_GRADED_STUDENT for the hidden tests, and as
+JUPYTERHUB_USER, so that the notebook's own (locked) variant cell shows the
+graded student's parameters, exactly as it did on that student's hub server. It also turns Python warnings off in that kernel: nbgrader scores a
+test cell 0 for any output on stderr, and a harmless torch or sympy warning
+must not cost a correct answer its marks.
+
+HiddenTestsOutOfTracebacks, run after Execute and again before feedback is made,
+keeps the hidden tests out of what a student can read: when a test cell raises,
+IPython's traceback quotes the lines around the failing one, the hidden region
+among them, and nbgrader's ClearHiddenTests clears only the cell's source.
+"""
+import os
+import re
+
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
+
+from graders.notebook import STUDENT_ENV
+
+
+class GradedStudent(NbGraderPreprocessor):
+    def preprocess(self, nb, resources):
+        os.environ[STUDENT_ENV] = resources["nbgrader"]["student"]
+        os.environ["JUPYTERHUB_USER"] = resources["nbgrader"]["student"]
+        os.environ["PYTHONWARNINGS"] = "ignore"
+        return nb, resources
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+GRADERS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+QUOTED = re.compile(r"^\s*(?:-*>\s*)?\d+\s")   # "      4 " or "----> 2 " before a quoted line
+
+
+class HiddenTestsOutOfTracebacks(ClearHiddenTests):
+    """Every line of a cell's hidden-test region dropped from the tracebacks in its outputs.
+
+    The delimiters are ClearHiddenTests' own (configured there); the source is left as it is,
+    for ClearHiddenTests to clear where the step clears it.
+    """
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type != "code" or self.begin_test_delimeter not in cell.source:
+            return cell, resources
+        hidden, inside = set(), False
+        for line in cell.source.split("\n"):
+            if self.begin_test_delimeter in line:
+                inside = True
+            if inside and line.strip():
+                hidden.add(line.strip())
+            if self.end_test_delimeter in line:
+                inside = False
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":   # and no frame of the grading library's own code
+                output["traceback"] = [self._visible(entry, hidden) for entry in output.get("traceback", [])
+                                       if GRADERS not in ANSI.sub("", entry)]
+        return cell, resources
+
+    @staticmethod
+    def _visible(entry: str, hidden: set) -> str:
+        def shown(line):
+            plain = ANSI.sub("", line)
+            return QUOTED.sub("", plain, count=1).strip() not in hidden and plain.strip() not in hidden
+        return "\n".join(line for line in entry.split("\n") if shown(line))

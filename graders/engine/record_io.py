@@ -1,0 +1,151 @@
+"""Writing results where nbgrader reads them: the gradebook (under a per-student lock) and autograded/."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from pathlib import Path
+
+from graders.engine.course_dir import Course
+from graders.engine.grading import SubmissionResult
+from graders.engine.signals import _uninterrupted
+
+
+def record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> None:
+    """Write one submission's grades into nbgrader's gradebook (values are set, never added)."""
+    import warnings
+    with warnings.catch_warnings(), writer_lock(gb, course.course_id, result.student):
+        warnings.simplefilter("ignore")   # SQLAlchemy's autoflush notes inside nbgrader's own API
+        _record(gb, course, result, late_plugin)
+
+
+@contextlib.contextmanager
+def writer_lock(gb, course_id: str, student: str):
+    """Let one grading process at a time write a given student's records.
+
+    SQLite locks the whole file for every write. PostgreSQL lets writers run side
+    by side, and nbgrader's update_or_create_* read, then insert: two graders
+    recording the same new student (two assignments graded at once, or a rerun
+    beside a run) would both insert and one would fail on the unique key. A
+    session-level advisory lock per (course, student), held on its own connection
+    across nbgrader's several commits, makes those steps atomic between graders.
+    """
+    engine = gb.db.get_bind()
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    from sqlalchemy import text
+    key = int.from_bytes(hashlib.sha256(f"{course_id}\0{student}".encode()).digest()[:8], "big", signed=True)
+    with engine.connect() as conn:
+        conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": key})
+        conn.commit()
+        try:
+            yield
+        finally:
+            gb.db.rollback()     # nothing uncommitted may outlive the lock
+            conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+            conn.commit()
+
+
+def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> None:
+    from nbgrader.utils import parse_utc
+    student, assignment = result.student, course.assignment
+    gb.update_or_create_student(student)
+    timestamp = _timestamp(course.submission_dir(student))
+    if timestamp is not None:
+        try:
+            submission = gb.update_or_create_submission(assignment, student, timestamp=parse_utc(timestamp))
+        except ValueError:
+            submission = gb.update_or_create_submission(assignment, student)
+    else:
+        submission = gb.update_or_create_submission(assignment, student)
+    from nbgrader.api import Grade
+    for nb in result.notebooks:
+        snb = gb.find_submission_notebook(nb.name, assignment, student)
+        # read manual scores fresh and hold the rows, so a grade formgrader saves meanwhile is not
+        # overwritten with a stale needs_manual_grade (SQLite ignores this and locks the file)
+        gb.db.query(Grade).filter(Grade.notebook_id == snb.id).with_for_update() \
+            .populate_existing().all()
+        for grade in snb.grades:
+            name = grade.cell.name
+            if name not in nb.grades:
+                continue
+            grade.auto_score = nb.grades[name]
+            if nb.status == "missing":
+                grade.needs_manual_grade = False
+            else:
+                grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
+        for comment in snb.comments:
+            if comment.cell.name in nb.comments:
+                comment.auto_comment = nb.comments[comment.cell.name]
+    from graders.evidence import keep
+    keep(gb.db, course.course_id, assignment, result)    # the class report's evidence, replaced
+    gb.db.commit()
+    if late_plugin is not None:
+        for nb in result.notebooks:
+            snb = gb.find_submission_notebook(nb.name, assignment, student)
+            snb.late_submission_penalty = None
+            if submission.total_seconds_late > 0:
+                penalty = late_plugin.late_submission_penalty(student, snb.score, submission.total_seconds_late)
+                if penalty is not None:
+                    snb.late_submission_penalty = min(max(penalty, 0), snb.score)
+        gb.db.commit()
+
+
+def _timestamp(folder: Path):
+    path = folder / "timestamp.txt"
+    if path.is_file() and not path.is_symlink():
+        text = path.read_text(errors="replace").strip()
+        return text or None
+    return None
+
+
+def write_autograded(course: Course, result: SubmissionResult) -> None:
+    """autograded/<student>/<assignment>/: the notebooks, and the other files nbgrader copies."""
+    from nbgrader.utils import find_all_files
+    dest = course.autograded_dir(result.student)
+    dest.mkdir(parents=True, exist_ok=True)
+    for base in (course.submission_dir(result.student), Path(course.source_dir)):
+        if not base.is_dir():
+            continue
+        for path in find_all_files(str(base), course.ignore + ["*.ipynb"]):
+            if os.path.islink(path):
+                continue
+            _atomic_write(dest / os.path.relpath(path, base), Path(path).read_bytes(), course.permissions)
+    for nb in result.notebooks:
+        target = dest / f"{nb.name}.ipynb"
+        if nb.notebook is None:
+            if target.exists():
+                target.unlink()
+            continue
+        _atomic_write(target, nb.notebook.encode(), course.permissions)
+
+
+def _atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    if mode is not None:
+        os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def _artifacts_present(gb, course, result) -> bool:
+    from nbgrader.api import MissingEntry
+    try:
+        gb.find_submission(course.assignment, result.student)
+    except MissingEntry:
+        return False
+    folder = course.autograded_dir(result.student)
+    return all((folder / f"{nb.name}.ipynb").exists() for nb in result.notebooks if nb.notebook is not None)
+
+
+def accept(gb, course, journal, late, report, result: SubmissionResult) -> None:
+    """Keep one graded submission: journal it, record it in the gradebook, write its notebooks."""
+    with _uninterrupted():
+        journal.put(result, "graded")
+        record(gb, course, result, late)
+        write_autograded(course, result)
+        journal.put(result, "recorded")
+        report.results[result.student] = result

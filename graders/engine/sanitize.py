@@ -1,0 +1,197 @@
+"""A student's notebook put back into nbgrader's shape: flags restored, missing cells re-added, hidden tests stripped."""
+from __future__ import annotations
+
+import json
+
+import nbformat
+
+from graders.engine.course_dir import InstructorNotebook, _quiet
+from graders.engine.snapshot import _Snapshot
+
+
+def _overwrite_cells_class():
+    from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
+
+    class SnapshotOverwriteCells(OverwriteCells):
+        """nbgrader's OverwriteCells, reading the instructor's cells from a snapshot."""
+
+        def preprocess(self, nb, resources):
+            self.notebook_id = resources["nbgrader"]["notebook"]
+            self.assignment_id = resources["nbgrader"]["assignment"]
+            self.gradebook = resources["snapshot"]
+            self.changes = resources.setdefault("changes", [])
+            nb, resources = NbGraderPreprocessor.preprocess(self, nb, resources)
+            if self.add_missing_cells:
+                nb, resources = self.add_missing_task_cells(nb, resources)
+            return nb, resources
+
+        def report_change(self, name, attr, old, new):
+            self.changes.append((name, attr))
+
+    return SnapshotOverwriteCells
+
+
+def _nbgrader_meta(cell):
+    meta = cell.get("metadata", {}).get("nbgrader") if isinstance(cell.get("metadata"), dict) else None
+    return meta if isinstance(meta, dict) else None
+
+
+def normalize(nb) -> list[str]:
+    """Make a hostile notebook structurally safe for nbgrader's preprocessors; say what was wrong."""
+    notes = []
+    if not isinstance(nb.get("cells"), list):
+        raise ValueError("the notebook has no list of cells")
+    if not isinstance(nb.get("metadata"), dict):
+        nb["metadata"] = nbformat.NotebookNode()
+    kept = []
+    for cell in nb.cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
+            notes.append("a malformed cell was dropped")
+            continue
+        if isinstance(cell.get("source"), list):
+            cell["source"] = "".join(str(s) for s in cell["source"])
+        if not isinstance(cell.get("source"), str):
+            cell["source"] = ""
+        if not isinstance(cell.get("metadata"), dict):
+            cell["metadata"] = nbformat.NotebookNode()
+        meta = cell.metadata.get("nbgrader")
+        if meta is not None and not (isinstance(meta, dict) and isinstance(meta.get("grade_id"), str)
+                                     and meta.get("grade_id")):
+            del cell.metadata["nbgrader"]
+            notes.append("a cell with malformed nbgrader metadata is graded as ordinary code")
+        if cell.cell_type == "code":
+            cell.setdefault("outputs", [])
+            cell.setdefault("execution_count", None)
+        kept.append(cell)
+    nb.cells = kept
+    return notes
+
+
+def restore_flags(nb, instructor: InstructorNotebook) -> list[str]:
+    """Give every known cell the instructor's nbgrader flags; strip unknown ones."""
+    notes = []
+    grade = {c.name: c for c in instructor.grade_cells}
+    solution = {c.name for c in instructor.solution_cells}
+    task = {c.name: c for c in instructor.task_cells}
+    for cell in nb.cells:
+        meta = _nbgrader_meta(cell)
+        if meta is None:
+            continue
+        name = meta.get("grade_id")
+        source = instructor.source(name)
+        if source is None:
+            del cell.metadata["nbgrader"]
+            notes.append(f"the cell {name!r} is not part of this assignment; it runs as ordinary code")
+            continue
+        want = {"grade": name in grade, "solution": name in solution, "task": name in task,
+                "locked": bool(source.locked), "grade_id": name, "schema_version": 3}
+        if name in grade:
+            want["points"] = float(grade[name].max_score)
+        elif name in task:
+            want["points"] = float(task[name].max_score)
+        # nbgrader writes only the flags a cell has: a missing flag is False, not a change
+        changed = any((bool(meta.get(k, False)) if isinstance(v, bool) else meta.get(k)) != v
+                      for k, v in want.items() if k not in ("schema_version", "points"))
+        if "points" in want and float(meta.get("points") or 0) != want["points"]:
+            notes.append(f"the points of cell {name!r} had been changed; the original value was restored")
+        elif changed:
+            notes.append(f"the nbgrader metadata of cell {name!r} had been changed; it was restored")
+        for key in ("grade", "solution", "task", "locked", "points"):
+            meta.pop(key, None)
+        meta.update(want)
+    return notes
+
+
+def readd_missing(nb, instructor: InstructorNotebook) -> list[str]:
+    """Put back graded and locked cells the submission lost, after their predecessor (as nbgrader does)."""
+    from nbgrader.preprocessors import OverwriteCells
+    notes = []
+    present = {m.get("grade_id") for m in map(_nbgrader_meta, nb.cells) if m}
+    grade = {c.name: c for c in instructor.grade_cells}
+    solution = {c.name for c in instructor.solution_cells}
+    maker = OverwriteCells(log=_quiet)
+    previous = None
+    for source in instructor.source_cells:
+        name = source.name
+        if name in present or not (name in grade or source.locked):
+            previous = name if name in present else previous
+            continue
+        if name in grade:
+            cell = maker.missing_cell_transform(source, grade[name].max_score, is_solution=name in solution)
+        else:
+            cell = _missing_locked_cell(maker, source)
+        position = 0
+        if previous is not None:
+            position = next(i for i, c in enumerate(nb.cells)
+                            if (_nbgrader_meta(c) or {}).get("grade_id") == previous) + 1
+        nb.cells.insert(position, cell)
+        present.add(name)
+        previous = name
+        notes.append(f"the cell {name!r} was missing from the submission; it was put back")
+    return notes
+
+
+def _missing_locked_cell(maker, source):
+    note = maker.missing_cell_notification.format(cell_id=source.name)
+    cell = {"cell_type": source.cell_type, "source": note + source.source,
+            "metadata": {"deletable": False, "editable": False,
+                         "nbgrader": {"grade": False, "grade_id": source.name, "locked": True,
+                                      "solution": False, "task": False, "schema_version": 3,
+                                      "checksum": source.checksum}}}
+    if source.cell_type == "code":
+        cell["source"] = "# " + cell["source"]
+        cell.update(execution_count=None, outputs=[])
+    return nbformat.from_dict(cell)
+
+
+def sanitize(nb, instructor: InstructorNotebook, assignment: str, student: str,
+             begin: str = "BEGIN HIDDEN TESTS", end: str = "END HIDDEN TESTS"):
+    """nbgrader's sanitizing step (autograde's first pass), fed from the snapshot; returns notes."""
+    from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds
+    notes = normalize(nb)
+    ids = [m["grade_id"] for m in map(_nbgrader_meta, nb.cells) if m]
+    duplicated = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicated:
+        notes.append(f"cells appear more than once ({', '.join(duplicated)}); only the last copy of each "
+                     "is graded")
+    resources = {"nbgrader": {"notebook": instructor.name, "assignment": assignment, "student": student,
+                              "db_url": None}, "snapshot": _Snapshot(instructor)}
+    nb, resources = ClearOutput(log=_quiet).preprocess(nb, resources)
+    nb, resources = DeduplicateIds(log=_quiet).preprocess(nb, resources)
+    notes += restore_flags(nb, instructor)
+    if instructor.kernelspec:
+        nb.metadata["kernelspec"] = json.loads(instructor.kernelspec)
+    before = {m["grade_id"]: c.source for c in nb.cells if (m := _nbgrader_meta(c))}
+    overwrite = _overwrite_cells_class()(log=_quiet, add_missing_cells=True)
+    nb, resources = overwrite.preprocess(nb, resources)
+    for name, attr in resources.get("changes", []):
+        if attr == "checksum":
+            original = instructor.source(name).source
+            if before.get(name) not in (original, strip_hidden(original, begin, end)):
+                notes.append(f"the locked cell {name!r} had been edited; the original was restored")
+        elif attr == "cell_type":
+            notes.append(f"the type of cell {name!r} had been changed; it was restored")
+    notes += readd_missing(nb, instructor)
+    CheckCellMetadata(log=_quiet).preprocess(nb, resources)
+    return nb, _unique(notes)
+
+
+def _unique(items):
+    seen, out = set(), []
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def strip_hidden(source: str, begin: str, end: str) -> str:
+    """A test cell's visible part, by nbgrader's own ClearHiddenTests rule."""
+    from nbgrader.preprocessors import ClearHiddenTests
+    cell = nbformat.NotebookNode(cell_type="code", source=source, metadata={})
+    try:
+        ClearHiddenTests(log=_quiet, begin_test_delimeter=begin, end_test_delimeter=end) \
+            ._remove_hidden_test_region(cell)
+    except RuntimeError:   # unbalanced markers: keep nothing after the first BEGIN
+        cell.source = source.split(begin)[0].rsplit("\n", 1)[0]
+    return cell.source

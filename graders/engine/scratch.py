@@ -1,0 +1,77 @@
+"""Scratch courses: a copy of a course's config and source, nbgrader run in it, and a committed
+release registered into a gradebook that lacks it (`release/` is committed, so a plain
+`nbgrader generate_assignment` skips it).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def nbgrader(*args: str, cwd: Path, quiet: bool = True) -> subprocess.CompletedProcess:
+    """Run one nbgrader command in the course directory `cwd`."""
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=cwd, env=env,
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{tail}")
+    return result
+
+
+def assignments(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / "source").iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def make_course(root: Path, into: Path, only: list[str] | None = None) -> Path:
+    """A scratch copy of the course (config and source) in `into`, with its own gradebook."""
+    into.mkdir(parents=True, exist_ok=True)
+    shutil.copy(root / "nbgrader_config.py", into / "nbgrader_config.py")
+    for assignment in only or assignments(root):
+        shutil.copytree(root / "source" / assignment, into / "source" / assignment,
+                        ignore=shutil.ignore_patterns("*.pct.py", ".ipynb_checkpoints", "__pycache__"))
+    return into
+
+
+def differences(made: Path, committed: Path, label: str) -> list[str]:
+    made_files = {p.relative_to(made) for p in made.rglob("*") if p.is_file()} if made.exists() else set()
+    kept = {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()} if committed.exists() else set()
+    reasons = []
+    for rel in sorted(made_files | kept):
+        if rel not in kept:
+            reasons.append(f"{label}/{rel} is missing: run `chapter build`")
+        elif rel not in made_files:
+            reasons.append(f"{label}/{rel} has no source: run `chapter build`")
+        elif (made / rel).read_bytes() != (committed / rel).read_bytes():
+            reasons.append(f"{label}/{rel} is out of date with source/: run `chapter build`")
+    return reasons
+
+
+def register_release(root: Path, assignment: str, db_url: str, course_id: str) -> str:
+    """Put a committed release's assignment into a gradebook that lacks it; the line that says so.
+
+    `release/` is committed, so `nbgrader generate_assignment` skips it and records nothing.
+    nbgrader's own generate_assignment runs instead in a scratch copy of the course's config
+    and source, writing the real gradebook; its release must equal the committed one byte for
+    byte, or the assignment is taken out again and the grading refused, naming what differs.
+    """
+    from nbgrader.api import Gradebook
+    with tempfile.TemporaryDirectory(prefix="chapter-register-") as tmp:
+        course = make_course(root, Path(tmp), only=[assignment])
+        with (course / "nbgrader_config.py").open("a") as config:   # the real gradebook, kept out of argv
+            config.write(f"\nc.CourseDirectory.db_url = {db_url!r}\n")
+        nbgrader("generate_assignment", assignment, "--force", cwd=course)
+        drift = differences(course / "release" / assignment, root / "release" / assignment,
+                             f"release/{assignment}")
+    if drift:
+        with Gradebook(db_url, course_id) as gb:
+            gb.remove_assignment(assignment)
+        raise SystemExit(f"no assignment {assignment!r} in the gradebook, and the committed release does "
+                         f"not match source/{assignment}:\n  " + "\n  ".join(drift))
+    return (f"gradebook: registered {assignment!r} from source/{assignment} "
+            f"(its release matches the committed release/{assignment})")

@@ -1,0 +1,554 @@
+"""`chapter serve ASSIGNMENT [...]`: grade each submission as it lands in nbgrader's exchange.
+
+A long-running instructor-side process. It watches the exchange's inbound
+folder (watchfiles, or polling with `poll=True` for network filesystems),
+and for each new, complete submission of an assignment it serves:
+
+1. applies the attempt policy (`c.ChapterServe.*` in nbgrader_config.py): a
+   submission past the number of graded attempts, or sooner than the minimum
+   interval after the last graded one, is not graded and gets feedback saying so;
+2. collects it as `nbgrader collect` does, one student at a time, through
+   nbgrader's own exchange code (`ExchangeCollect`, restricted to that folder);
+3. grades it on the warm engine: one zygote for the life of the service, the
+   same sandbox, limits and trusted grading as `chapter autograde`, with
+   instant feedback (no direction, length or value);
+4. records it in the gradebook (SQLite or PostgreSQL), keeping the attempt that
+   counts (`counts = "last"` before the deadline, or `"best"`) and nbgrader's
+   late penalties;
+5. generates and releases that student's feedback with nbgrader's own apps, so
+   *Fetch Feedback* in the Assignment List shows it seconds later.
+
+Every attempt is journaled under `.chapter/serve/<assignment>/`, written before
+and after grading: a service restarted after a crash or a kill picks up every
+submission that arrived meanwhile and grades none twice. Students are served
+round-robin, so one student's burst of resubmissions never delays another's first.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections import OrderedDict, deque
+from dataclasses import asdict, dataclass, field, replace
+from datetime import timezone
+from pathlib import Path
+
+from graders.engine import course_dir
+from graders.engine import grading
+from graders.engine.journal import Journal, fingerprint, submission_key
+from graders.engine import record_io
+from graders.engine import signals
+from graders.engine import summary
+from graders.sandbox.zygote import SandboxUnavailable
+from graders.engine import autograde as ag
+
+SERVE_JOURNAL = Path(".chapter") / "serve"
+COUNTS = ("last", "best")
+
+
+# ============================================================================ policy
+@dataclass
+class Policy:
+    """What `c.ChapterServe` says in nbgrader_config.py."""
+    attempts: int | None = None      # graded attempts per student and assignment (None: no limit)
+    min_interval: float = 0.0        # seconds between graded attempts
+    counts: str = "last"             # "last": the last before the deadline; "best": the highest score
+
+    @classmethod
+    def from_config(cls, config) -> "Policy":
+        section = config.get("ChapterServe", {}) if config is not None else {}
+        policy = cls()
+        if section.get("attempts") is not None:
+            policy.attempts = int(section["attempts"])
+        if section.get("min_interval") is not None:
+            policy.min_interval = float(section["min_interval"])
+        if section.get("counts") is not None:
+            policy.counts = str(section["counts"])
+        if policy.counts not in COUNTS:
+            raise SystemExit(f"c.ChapterServe.counts must be one of {', '.join(COUNTS)}, not {policy.counts!r}")
+        if policy.attempts is not None and policy.attempts < 1:
+            raise SystemExit("c.ChapterServe.attempts must be at least 1 (or None for no limit)")
+        return policy
+
+
+# ============================================================================ the attempt journal
+@dataclass
+class Attempt:
+    folder: str                      # the inbound folder's name: unique per submission
+    timestamp: str                   # when the student submitted (nbgrader's timestamp)
+    state: str = "queued"            # grading | graded | refused | failed
+    arrived: float = 0.0
+    finished: float = 0.0
+    score: float | None = None
+    max_score: float | None = None
+    why: str = ""
+
+
+class AttemptJournal:
+    """One JSON file per (assignment, student): the attempts, in arrival order; written atomically."""
+
+    def __init__(self, root: Path, assignment: str):
+        self.dir = Path(root) / SERVE_JOURNAL / assignment
+        self.assignment = assignment
+
+    def _path(self, student: str) -> Path:
+        return self.dir / f"{hashlib.sha256(student.encode()).hexdigest()[:16]}.json"
+
+    def result_path(self, student: str, folder: str) -> Path:
+        return self.dir / "results" / f"{hashlib.sha256((student + '/' + folder).encode()).hexdigest()[:24]}.json"
+
+    def load(self, student: str) -> list[Attempt]:
+        try:
+            data = json.loads(self._path(student).read_text())
+        except (OSError, ValueError):
+            return []
+        return [Attempt(**a) for a in data.get("attempts", [])] if data.get("student") == student else []
+
+    def save(self, student: str, attempts: list[Attempt]) -> None:
+        data = json.dumps({"student": student, "assignment": self.assignment,
+                           "attempts": [asdict(a) for a in attempts]})
+        record_io._atomic_write(self._path(student), data.encode())
+
+    def students(self) -> list[str]:
+        found = []
+        for path in sorted(self.dir.glob("*.json")):
+            with contextlib.suppress(OSError, ValueError):
+                found.append(json.loads(path.read_text())["student"])
+        return found
+
+
+def history(root: Path, assignment: str) -> list[tuple[str, Attempt]]:
+    """Every attempt of every student, for the instructor (`chapter serve --history`)."""
+    journal = AttemptJournal(root, assignment)
+    return [(student, a) for student in journal.students() for a in journal.load(student)]
+
+
+def counted(attempts: list[Attempt], policy: Policy, duedate) -> Attempt | None:
+    """The graded attempt whose grade stands."""
+    graded = [a for a in attempts if a.state == "graded"]
+    if not graded:
+        return None
+    if policy.counts == "best":
+        return max(graded, key=lambda a: (a.score or 0.0, a.timestamp))
+    if duedate is not None:
+        on_time = [a for a in graded if _parse_time(a.timestamp) <= duedate]
+        if on_time:
+            return on_time[-1]
+    return graded[-1]
+
+
+def _parse_time(text: str):
+    from nbgrader.utils import parse_utc
+    return parse_utc(text)
+
+
+# ============================================================================ the exchange
+def inbound_path(coursedir, exchange_root: str) -> Path:
+    return Path(exchange_root) / coursedir.course_id / "inbound"
+
+
+def complete_submissions(inbound: Path, assignments: set[str]) -> list[tuple[str, str, str, str]]:
+    """(folder, student, assignment, timestamp) of every submission nbgrader has finished writing.
+
+    `nbgrader submit` copies the files, then writes timestamp.txt and, last,
+    submission_secret.txt: a folder without both is still being written.
+    """
+    found = []
+    try:
+        entries = sorted(os.scandir(inbound), key=lambda e: e.name)
+    except OSError:
+        return found
+    for entry in entries:
+        parts = entry.name.rsplit("+", 3)
+        if len(parts) < 3 or not entry.is_dir(follow_symlinks=False):
+            continue
+        student, assignment, timestamp = parts[0], parts[1], parts[2]
+        if assignment not in assignments or not student:
+            continue
+        secret = Path(entry.path) / "submission_secret.txt"
+        try:
+            if secret.stat().st_size < 16 or not (Path(entry.path) / "timestamp.txt").exists():
+                continue
+        except OSError:
+            continue
+        found.append((entry.name, student, assignment, timestamp))
+    return found
+
+
+def collect_one(config, root: Path, assignment: str, student: str, folder: str) -> None:
+    """Copy one inbound submission to submitted/<student>/<assignment>/, as `nbgrader collect` does."""
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange.default.collect import ExchangeCollect
+
+    class CollectOne(ExchangeCollect):
+        """nbgrader's collect, for exactly one inbound folder (not the student's newest)."""
+
+        def init_src(self):
+            super().init_src()
+            self.src_records = [self._path_to_record(os.path.join(self.inbound_path, folder))]
+
+        def copy_files(self):
+            rec = self.src_records[0]
+            dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment)
+            if os.path.isdir(dest):
+                shutil.rmtree(dest)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            self.do_copy(os.path.join(self.inbound_path, rec["filename"]), dest)
+
+    coursedir = CourseDirectory(config=config, root=str(root))
+    coursedir.assignment_id, coursedir.student_id = assignment, student
+    app = CollectOne(coursedir=coursedir, config=config, log=course_dir._quiet)
+    app.update = True
+    app.start()
+
+
+def release_refusal(config, root: Path, assignment: str, folder: str, why: str) -> None:
+    """Feedback for a submission that was not graded, where *Fetch Feedback* looks for it."""
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
+    from nbgrader.utils import notebook_hash
+    coursedir = CourseDirectory(config=config, root=str(root))
+    coursedir.assignment_id = assignment
+    app = ExchangeReleaseFeedback(coursedir=coursedir, config=config, log=course_dir._quiet)
+    app.init_dest()                       # the exchange's feedback folder, made as nbgrader makes it
+    source = Path(app.root) / coursedir.course_id / "inbound" / folder
+    secret = (source / "submission_secret.txt").read_text()
+    page = REFUSAL.format(assignment=_html(assignment), why=_html(why))
+    for notebook in sorted(source.glob("*.ipynb")):
+        target = Path(app.dest_path) / f"{notebook_hash(secret=secret, notebook_id=notebook.stem)}.html"
+        record_io._atomic_write(target, page.encode(), 0o644)
+
+
+REFUSAL = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Not graded</title></head>
+<body style="font-family: sans-serif; max-width: 40em; margin: 2em auto; line-height: 1.5">
+<h1 style="font-size: 1.4em">This submission of {assignment} was not graded</h1>
+<p>{why}</p>
+<p>Your earlier graded submission, if you have one, still stands.</p>
+</body></html>
+"""
+
+
+def _html(text: str) -> str:
+    import html
+    return html.escape(str(text))
+
+
+# ============================================================================ the service
+@dataclass
+class _Job:
+    student: str
+    assignment: str
+    folder: str
+    timestamp: str
+
+
+@dataclass
+class Service:
+    """The grading service; `run()` until `stop()` (or SIGTERM/SIGINT from the command line)."""
+    root: Path
+    assignments: list
+    workers: int | None = None
+    poll: bool = False
+    isolate: bool = True
+    out: object = None
+    _stopping: bool = field(default=False, init=False)
+
+    def stop(self) -> None:
+        self._stopping = True
+
+    def say(self, text: str) -> None:
+        if self.out is not None:
+            print(text, file=self.out, flush=True)
+
+    # -------------------------------------------------------------- set-up
+    def _prepare(self):
+        from nbgrader.coursedir import CourseDirectory
+        from nbgrader.preprocessors import AssignLatePenalties
+        self.root = Path(self.root).resolve()
+        self.config = course_dir.load_config(self.root)
+        self.policy = Policy.from_config(self.config)
+        self.coursedir = CourseDirectory(config=self.config, root=str(self.root))
+        exchange_root = self.config.Exchange.get("root", "/srv/nbgrader/exchange")
+        self.inbound = inbound_path(self.coursedir, exchange_root)
+        self.courses = {}
+        for assignment in self.assignments:
+            course = course_dir.load_course(self.root, assignment, self.config)
+            course_dir.check_data_files(course, course_dir.limits_from(self.config))
+            self.courses[assignment] = replace(course, instant=True)
+        self.limits = course_dir.limits_from(self.config)
+        self.bases = {a: fingerprint(c, self.limits) for a, c in self.courses.items()}
+        self.journals = {a: AttemptJournal(self.root, a) for a in self.assignments}
+        self.late = AssignLatePenalties(config=self.config, log=course_dir._quiet)
+        self.late.init_plugin()
+        self.duedates = {}
+        from nbgrader.api import Gradebook
+        with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
+            for assignment in self.assignments:
+                self.duedates[assignment] = gb.find_assignment(assignment).duedate
+
+    def _known(self) -> set[tuple[str, str]]:
+        """(assignment, folder) of every attempt the journal holds, whatever its state."""
+        known = set()
+        for assignment, journal in self.journals.items():
+            for student in journal.students():
+                known |= {(assignment, a.folder) for a in journal.load(student)}
+        return known
+
+    # -------------------------------------------------------------- the loop
+    def run(self) -> None:
+        from nbgrader.api import Gradebook
+
+        from graders import problems
+        from graders.engine.local_pool import LocalPool
+        from graders.sandbox.zygote import Zygote
+        self._prepare()
+        zygote = Zygote(isolate=self.isolate, secrets=[self.root]).start()
+        problems.ids()      # imported once, while the zygote warms up: every worker inherits them
+        try:
+            zygote.wait_ready()
+            for warning in summary.isolation_warnings(zygote):
+                self.say(f"warning: {warning}")
+            self.say(f"chapter serve: grading {', '.join(self.assignments)} as submissions arrive in "
+                     f"{self.inbound} (stop with Ctrl-C or SIGTERM)")
+            queues: OrderedDict[str, deque] = OrderedDict()   # student -> their waiting jobs, in order
+            known = self._known()
+            self._requeue_unfinished(queues)
+            busy: dict[str, _Job] = {}
+            pool = LocalPool(self.workers or ag.default_workers(), _serve_task,
+                             init=lambda: _init_serve_worker(self.courses, self.limits, self.config, self.root,
+                                                             [zygote.process.stdin.fileno(),
+                                                              zygote.process.stdout.fileno()]))
+            with pool, Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb, \
+                    self._changes() as changes:
+                while not self._stopping:
+                    for folder, student, assignment, timestamp in complete_submissions(
+                            self.inbound, set(self.assignments)):
+                        if (assignment, folder) in known:
+                            continue
+                        known.add((assignment, folder))
+                        queues.setdefault(student, deque()).append(_Job(student, assignment, folder, timestamp))
+                    self._dispatch(queues, busy, pool, zygote)
+                    for event in pool.wait(timeout=0.05 if busy else 0):
+                        self._finish(gb, event, busy)
+                    if not busy and not any(queues.values()):
+                        next(changes)           # sleep until the inbound folder changes (or a second)
+        finally:
+            zygote.close()
+
+    @contextlib.contextmanager
+    def _changes(self):
+        """An iterator that returns when inbound changes, or after at most a second."""
+        def ticks():
+            if self.poll or not self.inbound.is_dir():
+                while True:
+                    time.sleep(0.25 if self.poll else 1.0)
+                    yield
+            import threading
+
+            import watchfiles
+            stop = threading.Event()
+            try:
+                for _ in watchfiles.watch(self.inbound, stop_event=stop, rust_timeout=1000,
+                                          yield_on_timeout=True, debounce=50, step=20, recursive=True):
+                    yield
+            finally:
+                stop.set()
+        gen = ticks()
+        try:
+            yield gen
+        finally:
+            gen.close()
+
+    def _requeue_unfinished(self, queues) -> None:
+        """Attempts a killed service left queued or half-graded are done again, once."""
+        for assignment, journal in self.journals.items():
+            for student in journal.students():
+                for attempt in journal.load(student):
+                    if attempt.state in ("queued", "grading"):
+                        queues.setdefault(student, deque()).append(
+                            _Job(student, assignment, attempt.folder, attempt.timestamp))
+
+    def _dispatch(self, queues, busy, pool, zygote) -> None:
+        """Start the next job of each waiting student, in turn: one job per student at a time."""
+        for student in list(queues):
+            if not pool.has_room():
+                return
+            if student in busy or not queues[student]:
+                continue
+            job = queues[student].popleft()
+            queues.move_to_end(student)       # round-robin: this student goes to the back
+            if not queues[student]:
+                del queues[student]
+            refused = self._admit(job)
+            if refused:
+                continue
+            try:
+                collect_one(self.config, self.root, job.assignment, job.student, job.folder)
+            except Exception as exc:  # noqa: BLE001 - a broken submission is that student's alone
+                self._set(job, state="failed", why=f"could not be collected: {exc}"[:300])
+                self.say(f"{job.student} {job.assignment}: could not be collected ({exc})")
+                continue
+            course = self.courses[job.assignment]
+            key = submission_key(course, job.student, self.bases[job.assignment])
+            busy[job.student] = job
+            seconds = grading.task_seconds(course, self.limits) + 120.0   # and the feedback
+            for event in pool.start(job.student, (job.assignment, job.student, zygote.socket_path, key),
+                                    seconds):
+                self._finish(None, event, busy)
+
+    def _admit(self, job: _Job) -> bool:
+        """Apply the attempt policy; True when the submission is refused (and told so)."""
+        journal = self.journals[job.assignment]
+        attempts = journal.load(job.student)
+        mine = next((a for a in attempts if a.folder == job.folder), None)
+        if mine is None:
+            mine = Attempt(job.folder, job.timestamp, arrived=time.time())
+            attempts.append(mine)
+        if mine.state == "grading":      # a restart: it was admitted before
+            journal.save(job.student, attempts)
+            return False
+        graded = [a for a in attempts if a.state in ("graded", "grading") and a is not mine]
+        why = ""
+        if self.policy.attempts is not None and len(graded) >= self.policy.attempts:
+            why = (f"You have used all {self.policy.attempts} graded attempts for {job.assignment}, "
+                   "so this submission was not graded.")
+        elif graded and self.policy.min_interval > 0:
+            wait = self.policy.min_interval - (_epoch(job.timestamp) - _epoch(graded[-1].timestamp))
+            if wait > 0:
+                why = (f"Graded attempts must be at least {self.policy.min_interval:g} s apart; this one came "
+                       f"{self.policy.min_interval - wait:.0f} s after your last, so it was not graded. "
+                       f"Submit again in {wait:.0f} s.")
+        if why:
+            mine.state, mine.why, mine.finished = "refused", why, time.time()
+            journal.save(job.student, attempts)
+            self.say(f"{job.student} {job.assignment}: not graded ({why.split(',')[0]})")
+            try:
+                release_refusal(self.config, self.root, job.assignment, job.folder, why)
+            except Exception as exc:  # noqa: BLE001 - said, and kept in the history; the service goes on
+                mine.why = f"{why} The student was not told: {exc}"[:600]
+                journal.save(job.student, attempts)
+                self.say(f"{job.student} {job.assignment}: the refusal could not be released ({exc})")
+            return True
+        mine.state = "grading"
+        journal.save(job.student, attempts)
+        return False
+
+    def _set(self, job: _Job, **changes) -> list[Attempt]:
+        journal = self.journals[job.assignment]
+        attempts = journal.load(job.student)
+        for attempt in attempts:
+            if attempt.folder == job.folder:
+                for name, value in changes.items():
+                    setattr(attempt, name, value)
+        journal.save(job.student, attempts)
+        return attempts
+
+    def _finish(self, gb, event, busy) -> None:
+        student, kind, value, took = event
+        job = busy.pop(student, None)
+        if job is None:
+            return
+        if kind == "ok":
+            kind, value = value
+        if kind != "ok":
+            self._set(job, state="failed", why=str(value)[:300], finished=time.time())
+            self.say(f"{student} {job.assignment}: NOT GRADED ({value})")
+            return
+        result, feedback_error = value
+        score = sum(nb.score for nb in result.notebooks)
+        most = sum(nb.max_score for nb in result.notebooks)
+        journal = self.journals[job.assignment]
+        record_io._atomic_write(journal.result_path(student, job.folder), json.dumps(result.to_json()).encode())
+        attempts = self._set(job, state="graded", score=score, max_score=most, finished=time.time(),
+                             why=feedback_error or "")
+        stands = counted(attempts, self.policy, self.duedates[job.assignment])
+        if stands is not None and stands.folder != job.folder:
+            self._restore(gb, job, stands)
+        self.say(f"{student} {job.assignment}: {score:g}/{most:g} in {took:.1f} s"
+                 + (f" (the attempt of {stands.timestamp} stands)" if stands and stands.folder != job.folder else "")
+                 + (f"; feedback failed: {feedback_error}" if feedback_error else ""))
+
+    def _restore(self, gb, job: _Job, stands: Attempt) -> None:
+        """Put the attempt that counts back in the gradebook and autograded/ (the feedback is released)."""
+        path = self.journals[job.assignment].result_path(job.student, stands.folder)
+        try:
+            result = grading.SubmissionResult.from_json(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            return
+        course = self.courses[job.assignment]
+        with signals._uninterrupted(), recording(self.root):
+            record_io.record(gb, course, result, self.late.plugin_inst)
+            record_io.write_autograded(course, result)
+
+
+def _epoch(timestamp: str) -> float:
+    moment = _parse_time(timestamp)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+# ============================================================================ in a worker
+_SERVE = {}
+
+
+def _init_serve_worker(courses, limits, config, root, close_fds):
+    for fd in close_fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _SERVE.update(courses=courses, limits=limits, config=config, root=root)
+
+
+def _serve_task(request):
+    """Grade one submission, record it, and generate and release its feedback (in a pool worker)."""
+    from nbgrader.api import Gradebook
+    assignment, student, socket_path, key = request
+    course, limits = _SERVE["courses"][assignment], _SERVE["limits"]
+    journal = Journal(course)
+    entry = journal.get(student, key)
+    if entry is not None and entry["state"] == "recorded":
+        result = grading.SubmissionResult.from_json(entry["result"])   # graded before a restart: not again
+    else:
+        grading.warm_references(course, student)
+        try:
+            result = grading.grade_submission(course, student, socket_path, limits, key)
+        except SandboxUnavailable as exc:
+            return "infra", str(exc)
+    from nbgrader.preprocessors import AssignLatePenalties
+    late = AssignLatePenalties(config=_SERVE["config"], log=course_dir._quiet)
+    late.init_plugin()
+    with recording(_SERVE["root"]), Gradebook(course.db_url, course.course_id) as gb:
+        record_io.accept(gb, course, journal, late.plugin_inst, summary.Report(assignment), result)
+    return "ok", (result, release_feedback(_SERVE["config"], _SERVE["root"], assignment, student))
+
+
+@contextlib.contextmanager
+def recording(root: Path):
+    """One writer of the gradebook and the feedback at a time, among the service's processes."""
+    import fcntl
+    path = Path(root) / SERVE_JOURNAL / "record.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def release_feedback(config, root: Path, assignment: str, student: str) -> str:
+    """nbgrader's generate_feedback and release_feedback for one student; '' or what went wrong."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    coursedir = CourseDirectory(config=config, root=str(root))
+    api = NbGraderAPI(coursedir=coursedir, config=config)
+    for outcome in (lambda: api.generate_feedback(assignment, student_id=student, force=True),
+                    lambda: api.release_feedback(assignment, student_id=student)):
+        outcome = outcome()
+        if not outcome.get("success"):
+            return (outcome.get("error") or outcome.get("log") or "failed").strip().splitlines()[-1][:300]
+    return ""

@@ -1,0 +1,60 @@
+"""A submission read once, bounded in size, before anything else looks at it."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+
+from graders.engine.course_dir import InstructorNotebook, MAX_NOTEBOOK_BYTES
+
+
+class _Snapshot:
+    """Stands in for nbgrader's Gradebook inside its own preprocessors."""
+
+    def __init__(self, notebook: InstructorNotebook):
+        self.notebook = notebook
+
+    def find_notebook(self, name, assignment):
+        return self.notebook
+
+    def find_source_cell(self, name, notebook, assignment):
+        from nbgrader.api import MissingEntry
+        cell = self.notebook.source(name)
+        if cell is None:
+            raise MissingEntry(name)
+        return cell
+
+    def find_graded_cell(self, name, notebook, assignment):
+        from nbgrader.api import MissingEntry
+        for cell in self.notebook.grade_cells + self.notebook.task_cells:
+            if cell.name == name:
+                return cell
+        raise MissingEntry(name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def read_submission(path: Path):
+    if path.is_symlink() or not path.is_file():
+        raise ValueError("the submitted notebook is a link or not a regular file")
+    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+        raise ValueError(f"the notebook is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
+    text = path.read_bytes().decode("utf-8")
+    nb = nbformat.reads(text, as_version=4)
+    return nb
+
+
+def _why_broken(exc) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return "the notebook is not UTF-8 text"
+    if isinstance(exc, (json.JSONDecodeError,)) or "JSON" in type(exc).__name__ \
+            or type(exc).__name__ == "NotJSONError":
+        return "the notebook is not valid JSON (the file is damaged)"
+    if isinstance(exc, ValueError) and str(exc).startswith("the "):
+        return str(exc)
+    return f"the notebook could not be read as an nbgrader notebook ({type(exc).__name__})"

@@ -1,0 +1,111 @@
+"""What a run did: counts, failures, notes and every isolation layer in force, as the instructor reads them."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from graders.sandbox.zygote import Zygote
+
+
+@dataclass
+class Report:
+    assignment: str
+    results: dict = field(default_factory=dict)       # student -> SubmissionResult
+    reused: int = 0                                    # submissions taken from the journal
+    failed: dict = field(default_factory=dict)         # student -> why it could not be graded
+    seconds: float = 0.0
+    workers: int = 0
+    isolation: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)
+
+    def technical_zeros(self):
+        for student, result in sorted(self.results.items()):
+            for nb in result.notebooks:
+                if nb.technical_zero:
+                    yield student, nb
+
+    def summary(self) -> str:
+        graded = len(self.results)
+        notebooks = sum(len(r.notebooks) for r in self.results.values())
+        rate = (graded - self.reused) / self.seconds if self.seconds else 0.0
+        lines = [f"autograde {self.assignment}: {graded} submissions ({notebooks} notebooks) in "
+                 f"{self.seconds:.1f} s with {self.workers} workers"
+                 + (f", {rate:.2f} students/s" if rate else "")
+                 + (f"; {self.reused} unchanged since the last run" if self.reused else "")]
+        zeros = list(self.technical_zeros())
+        if zeros:
+            lines.append(f"scored 0 for a non-mathematical reason ({len(zeros)}):")
+            width = max(len(s) for s, _ in zeros)
+            for student, nb in zeros:
+                lines.append(f"  {student:<{width}}  {nb.name}: {'; '.join((nb.reasons + nb.notes)[:2])}")
+        inside = [(student, nb) for student, result in sorted(self.results.items())
+                  for nb in result.notebooks if nb.inside]
+        if inside:
+            cells = sum(len(nb.inside) for _, nb in inside)
+            names = sorted({nb.name for _, nb in inside})
+            lines.append(f"judged inside the student's process, as plain nbgrader judges them: {cells} test "
+                         f"cell(s) with no checks registered in graders.problems ({', '.join(names)[:200]}); "
+                         "the student's code could have changed their outcome")
+        for student, why in sorted(self.failed.items()):
+            lines.append(f"NOT GRADED {student}: {why}")
+        layers = self.layers_in_effect()
+        if layers:
+            lines.append(f"isolation in effect: {layers}")
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    def layers_in_effect(self) -> str:
+        """Every isolation layer one sandbox had in force, from the monitor's trusted account
+        (namespaces, uid, seccomp, control group, rlimits), and those that were not."""
+        for result in self.results.values():
+            for nb in result.notebooks:
+                monitor, sandbox = nb.layers.get("monitor") or {}, nb.layers.get("sandbox") or {}
+                if not monitor and not sandbox:
+                    continue
+                layers = {**sandbox, **monitor}   # the monitor's copy wins: it was sent before student code
+                names = [name.replace("_", " ") for name in
+                         ("pid_namespace", "mount_namespace", "network_namespace", "ipc_namespace",
+                          "uts_namespace", "pivot_root", "read_only_root", "no_new_privs")
+                         if layers.get(name) is True]
+                uid = layers.get("uid")
+                if isinstance(uid, int) and not isinstance(uid, bool):
+                    names.append(f"uid {uid}" + (" (root!)" if uid == 0 else ""))
+                if layers.get("seccomp") is True:
+                    names.append("seccomp allowlist")
+                group = layers.get("control_group")
+                if group:
+                    names.append(f"control group ({group})" if isinstance(group, str) else "control group")
+                if layers.get("rlimits") is True:
+                    names.append("rlimits")
+                if layers.get("subreaper"):
+                    names.append("subreaper sweep")
+                missing = sorted(key[:-len("_error")].replace("_", " ") for key in layers if key.endswith("_error"))
+                if missing:
+                    names.append("NOT in force (degraded mode): " + ", ".join(missing))
+                return ", ".join(names)
+        return ""
+
+
+def isolation_warnings(zygote: Zygote) -> list[str]:
+    probe = zygote.isolation
+    warnings = []
+    degraded = getattr(zygote, "allow_degraded", False)
+    for layer, what in (("seccomp", "the seccomp allowlist"), ("control_group", "the per-notebook control group")):
+        if layer in probe and not probe[layer]:
+            why = probe.get(f"{layer}_error") or probe.get(f"{layer}_detail") or "unknown"
+            warnings.append(f"{what} cannot be applied here ({why}): " +
+                            ("notebooks run without it (degraded mode)" if degraded else
+                             "every notebook will be reported NOT GRADED; chapter autograde --allow-degraded "
+                             "runs them without it"))
+    if probe.get("namespaces"):
+        return warnings
+    text = (f"namespaces are not available here ({probe.get('reason', 'unknown')}): student code runs "
+            "WITHOUT filesystem, network and PID isolation; only rlimits, a private session, a private "
+            "working directory and process sweeping apply")
+    if os.geteuid() == 0 and not zygote.python_world_readable:
+        text += ", and it keeps root's uid, since the Python installation is not readable by an " \
+                "unprivileged user"
+    if not degraded:
+        text += " -- but degraded mode is off, so every notebook will be reported NOT GRADED " \
+                "(chapter autograde --allow-degraded runs them anyway)"
+    return warnings + [text + ". Run as root where unshare is permitted for full isolation."]

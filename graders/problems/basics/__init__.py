@@ -1,0 +1,1 @@
+"""The problems of source/basics/: basics of chapter II.8."""

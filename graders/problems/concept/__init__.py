@@ -1,0 +1,1 @@
+"""The problems of source/concept/: concept of chapter II.8."""

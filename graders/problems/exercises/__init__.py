@@ -1,0 +1,1 @@
+"""The problems of source/exercises/: exercises of chapter II.8."""

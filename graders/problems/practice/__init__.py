@@ -1,0 +1,1 @@
+"""The problems of source/practice/: practice of chapter II.8."""

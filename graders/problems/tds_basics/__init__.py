@@ -1,0 +1,1 @@
+"""The problems of source/tds-basics/: basics of the Training Dynamics & Scaling module."""

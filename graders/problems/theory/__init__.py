@@ -1,0 +1,1 @@
+"""The problems of source/theory/: theory of chapter II.8."""

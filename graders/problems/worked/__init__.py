@@ -1,0 +1,1 @@
+"""The problems of source/worked/: worked problems of chapter II.8."""

@@ -1,0 +1,73 @@
+"""The class report as an instructor opens it, in headless chromium (Debian's /usr/bin/chromium).
+
+A synthetic class (tests/course/test_report.py's, 15 students per variant) is recorded into a
+SQLite gradebook and `chapter report` writes the page. Opened from disk with every
+network request refused, its figures must load with a size, no request may leave
+the page, and its per-check and per-mistake tables must read exactly as the CSV
+files. A screenshot goes to tests/artifacts/report.png.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from graders.course import report
+from tests.course.test_report import ASSIGNMENT, build_class, make_class_course
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+sync_api = pytest.importorskip("playwright.sync_api")
+if not os.access(CHROMIUM, os.X_OK):
+    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
+
+
+def csv_rows(path: Path) -> list[list[str]]:
+    with open(path, newline="") as fh:
+        return list(csv.reader(fh))
+
+
+def test_the_report_page_shows_its_figures_and_the_csv_tables(tmp_path):
+    """Every figure loads with a nonzero natural width, nothing is fetched, and the tables equal the CSV."""
+    course = make_class_course(tmp_path / "course")
+    build_class(course, per_variant=15)
+    written = report.build_report(course, ASSIGNMENT, out=tmp_path / "report")
+    requests = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            context = browser.new_context(viewport={"width": 1300, "height": 1000})
+            context.route(re.compile(r"^https?://"), lambda route: route.abort())
+            page = context.new_page()
+            page.on("request", lambda request: requests.append(request.url))
+            page.goto(written.html.as_uri())
+            page.wait_for_load_state("load")
+            sizes = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.complete ? i.naturalWidth : 0)")
+            assert len(sizes) == 1 + len(written.tables) and all(w > 0 for w in sizes), sizes
+            for kind, path in (("checks", written.checks_csv), ("mistakes", written.mistakes_csv)):
+                shown = page.eval_on_selector_all(
+                    f'table[data-table="{kind}"]',
+                    "tables => tables.map(t => [...t.querySelectorAll('tr')].map("
+                    "r => [...r.children].map(c => c.textContent)))")
+                header = {tuple(t[0]) for t in shown}
+                body = [row for t in shown for row in t[1:]]
+                rows = csv_rows(path)
+                assert header == {tuple(rows[0])}
+                assert body == rows[1:] and body, kind
+            assert page.locator("text=POSSIBLY UNFAIR").count() <= 1
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=False)
+            page.locator("section").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "report-item.png"))
+            context.close()
+        finally:
+            browser.close()
+    assert [u for u in requests if not u.startswith("file:") and not u.startswith("data:")] == []

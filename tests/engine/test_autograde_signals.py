@@ -1,0 +1,75 @@
+"""SIGTERM mid-run: sandboxes and scratch gone, the journal consistent, and the next run resumes."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from graders.engine import journal
+from graders.engine import autograde as ag
+from graders import variants
+from graders.engine.scratch import make_course, nbgrader
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+ASSIGNMENT, NB = "worked", "w1-memory"
+CLASS = [variants.student_for(label, ASSIGNMENT, prefix=f"s{i}") for i, label in enumerate("ABCDABCD")]
+
+
+@pytest.fixture
+def course(tmp_path):
+    course = make_course(ROOT, tmp_path / "course", only=[ASSIGNMENT])
+    for path in (course / "source" / ASSIGNMENT).iterdir():
+        if path.name != f"{NB}.ipynb":
+            path.unlink()
+    nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=course)
+    solution = nbformat.read(ROOT / "solutions" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+    for sid in CLASS:
+        folder = course / "submitted" / sid / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(solution, folder / f"{NB}.ipynb")
+    return course
+
+
+def recorded(course: Path) -> list[str]:
+    folder = course / journal.JOURNAL / ASSIGNMENT
+    done = []
+    for path in folder.glob("*.json") if folder.exists() else ():
+        entry = json.loads(path.read_text())      # every entry is whole JSON, whenever it was read
+        if entry["state"] == "recorded":
+            done.append(entry["result"]["student"])
+    return done
+
+
+def test_sigterm_mid_run_cleans_up_and_the_next_run_resumes(course, tmp_path):
+    """Stopped after the first recordings: exit 143, no zygote folder or sandbox left, resume finishes."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "graders.cli", "autograde", ASSIGNMENT, "--course", str(course),
+               "--workers", "1", "--no-progress"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not recorded(course) and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.2)
+    assert process.poll() is None, "the run ended before it could be stopped"
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert "stopped by SIGTERM" in err
+    assert not list(scratch.glob("chapter-zygote-*")), "the zygote's scratch folder was left behind"
+    first = recorded(course)
+    assert 1 <= len(first) < len(CLASS)
+    report = ag.autograde(course, ASSIGNMENT, workers=2, progress=False, out=None)
+    assert report.reused >= len(first)
+    assert sorted(report.results) == sorted(CLASS) and not report.failed
+    assert all(r.notebooks[0].score == 4.0 for r in report.results.values())
+    assert sorted(recorded(course)) == sorted(CLASS)

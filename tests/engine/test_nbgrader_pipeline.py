@@ -1,0 +1,86 @@
+"""Through real `nbgrader autograde`: correct beats wrong beats blank, warnings cost nothing,
+released notebooks carry no grader code, and the demo's grade table is what it should be."""
+import json
+
+import nbformat
+import pytest
+
+from graders import variants
+from graders.course.verify import autograde_nbgrader
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+SOLUTION = REPO / "solutions/worked/w1-memory.ipynb"
+RELEASE = REPO / "release/worked/w1-memory.ipynb"
+
+
+def with_answers(tmp_path, name, replace):
+    """A copy of the published solution whose answer cells are rewritten by `replace`."""
+    nb = nbformat.read(SOLUTION, as_version=4)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in replace:
+            cell.source = replace[grade_id]
+    path = tmp_path / f"{name}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_correct_scores_above_wrong_above_blank(tmp_path):
+    wrong = with_answers(tmp_path, "wrong", {"answer_numbers": (
+        "bytes_per_param = 12\ntotal_bytes = 12 * params['N']\n"
+        "per_device_bytes = float(per_device_expr.subs({N: params['N'], P: params['P'], K: 8}))\n")})
+    students = {variants.student_for(v, "worked"): v for v in "AB"}
+    a, b = students
+    scores = autograde_nbgrader(REPO, tmp_path / "course", "worked", {
+        a: {"w1-memory": SOLUTION}, b: {"w1-memory": wrong}, "blank-student": {"w1-memory": RELEASE}})
+    correct, wrong_score, blank = (scores[s]["w1-memory"].score for s in (a, b, "blank-student"))
+    assert correct == 4
+    assert 0 < wrong_score < correct
+    assert blank == 0
+    assert any("Likely mistake" in line for line in scores[b]["w1-memory"].feedback)
+
+
+def test_a_warning_on_stderr_does_not_zero_a_correct_answer(tmp_path):
+    noisy = nbformat.read(SOLUTION, as_version=4)
+    for cell in noisy.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "answer_numbers":
+            cell.source += ("\nimport sys, warnings\nwarnings.warn('a harmless warning')\n"
+                            "class Loud(float):\n"
+                            "    def __float__(self):\n"
+                            "        warnings.warn('converted', UserWarning)\n"
+                            "        sys.stderr.write('noise on stderr\\n')\n"
+                            "        return float.__float__(self)\n"
+                            "per_device_bytes = Loud(per_device_bytes)\n")
+    path = tmp_path / "noisy.ipynb"
+    nbformat.write(noisy, path)
+    student = variants.student_for("C", "worked")
+    scores = autograde_nbgrader(REPO, tmp_path / "course", "worked", {student: {"w1-memory": path}})
+    assert scores[student]["w1-memory"].score == 4, scores[student]["w1-memory"].feedback
+
+
+def test_released_notebooks_carry_no_grader_code_or_solutions():
+    for path in (REPO / "release").rglob("*.ipynb"):
+        text = path.read_text()
+        assert "graders" not in text and "BEGIN HIDDEN TESTS" not in text, path
+        assert "BEGIN SOLUTION" not in text and "BEGIN MARK SCHEME" not in text, path
+    for path in (REPO / "solutions").rglob("*.ipynb"):
+        assert "graders" not in path.read_text(), path
+
+
+def test_the_demo_grade_table(tmp_path, capsys):
+    from graders.course.demo import CLASS, run
+    table = run(tmp_path / "demo")
+    assert set(table) == set(CLASS)
+    assert table["ada"] == (4, 4)           # correct
+    assert 0 < table["grace"][0] < 4        # wrong numbers, right expression
+    assert table["alan"] == (0, 4)          # blank
+    out = capsys.readouterr().out
+    assert "student  variant  submitted" in out and "II.8 Training at Scale" in out
+    feedback = tmp_path / "demo/feedback/grace/worked/w1-memory.html"
+    assert feedback.exists() and "Likely mistake" in feedback.read_text()
+    # the exchange lives inside the course, and the collected submissions came through it
+    assert list((tmp_path / "demo/exchange").rglob("*.ipynb"))
+    assert (tmp_path / "demo/submitted/grace/worked/w1-memory.ipynb").exists()
+    json.dumps(table)

@@ -1,0 +1,314 @@
+"""`chapter serve`: feedback seconds after a student submits, through nbgrader's own exchange.
+
+The service runs as the instructor would run it (`python -m graders.cli serve worked`),
+students fetch and submit with nbgrader's own commands, and the feedback they fetch is
+read as they would read it. Also: the attempt policy, a kill in the middle of a burst,
+broken and foreign submissions, and an instructor's `nbgrader collect` at the same time.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from graders.engine import serve
+from graders.engine.scratch import make_course, nbgrader
+from graders.course.demo import fill
+from tests.conftest import running
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+ASSIGNMENT, NB = "worked", "w1-memory"
+COURSE_ID = "training-at-scale"
+
+
+class Course:
+    """A scratch course with `worked/w1-memory` released into its own exchange."""
+
+    def __init__(self, folder: Path, policy: str = ""):
+        self.root = make_course(ROOT, folder, only=[ASSIGNMENT])
+        for path in (self.root / "source" / ASSIGNMENT).iterdir():
+            if path.name != f"{NB}.ipynb":
+                path.unlink()
+        with open(self.root / "nbgrader_config.py", "a") as fh:
+            fh.write("\n" + policy + "\n")
+        nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=self.root)
+        nbgrader("release_assignment", ASSIGNMENT, "--force", cwd=self.root)
+        self.exchange = ["--Exchange.root=" + str(self.root / "exchange"),
+                         f"--CourseDirectory.course_id={COURSE_ID}"]
+        self.service = None
+
+    def student(self, name: str) -> Path:
+        home = self.root / "students" / name
+        if not home.exists():
+            home.mkdir(parents=True)
+            self.as_student(name, "fetch_assignment", ASSIGNMENT)
+        return home
+
+    def as_student(self, name, *args):
+        home = self.root / "students" / name
+        os.environ["JUPYTERHUB_USER"] = name
+        try:   # each student's own submission cache, as on their own server (not the shared HOME's)
+            return nbgrader(*args, *self.exchange, f"--Exchange.cache={home / '.nbgrader_cache'}", cwd=home)
+        finally:
+            os.environ.pop("JUPYTERHUB_USER", None)
+
+    def submit(self, name: str, how: str) -> None:
+        home = self.student(name)
+        fetched = home / ASSIGNMENT / f"{NB}.ipynb"
+        released = nbformat.read(self.root / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
+        nbformat.write(released, fetched)            # start from the blank each time
+        fill(fetched, how, ROOT)
+        self.as_student(name, "submit", ASSIGNMENT, f"--student={name}")
+
+    def feedback(self, name: str, after: int, timeout: float = 240.0) -> str:
+        """The newest feedback the student can fetch, once there are more than `after` of them."""
+        home = self.student(name)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                self.as_student(name, "fetch_feedback", ASSIGNMENT)
+            except RuntimeError as exc:      # nothing released yet: nbgrader says so and fails
+                if "not found" not in str(exc):
+                    raise
+            pages = sorted((home / ASSIGNMENT / "feedback").glob(f"*/{NB}.html"))
+            if len(pages) > after:
+                return pages[-1].read_text()
+            time.sleep(0.5)
+        raise AssertionError(f"no feedback for {name} within {timeout} s:\n{self.log()}")
+
+    def start(self):
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.log_file = open(self.root / "serve.log", "w")
+        self.service = subprocess.Popen(
+            [sys.executable, "-m", "graders.cli", "serve", ASSIGNMENT, "--course", str(self.root), "-j", "2"],
+            env=env, stdout=self.log_file, stderr=subprocess.STDOUT)
+        return self.service
+
+    def stop(self, how=signal.SIGTERM):
+        self.service.send_signal(how)
+        self.service.wait(timeout=120)
+        self.log_file.close()
+
+    def log(self) -> str:
+        path = self.root / "serve.log"
+        return path.read_text() if path.exists() else ""
+
+    def attempts(self, name):
+        return serve.AttemptJournal(self.root, ASSIGNMENT).load(name)
+
+    def wait_for(self, condition, timeout=300.0, what="the service"):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return
+            time.sleep(0.3)
+        raise AssertionError(f"timed out waiting for {what}:\n{self.log()}")
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def visible_text(page: str) -> str:
+    return re.sub(r"<[^>]+>", " ", page)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    course = Course(tmp_path_factory.mktemp("serve"), policy="c.ChapterServe.attempts = 2")
+    course.start()
+    yield course
+    if course.service.poll() is None:
+        course.stop()
+
+
+def test_wrong_then_right_then_refused(served):
+    """Submit wrong: the failed check, no direction; fix it: full marks; past the limit: a refusal."""
+    from graders import problems
+    served.submit("maria", "wrong")
+    page = visible_text(served.feedback("maria", after=0))
+    assert "per_device_bytes" in page and "✗" in page
+    assert "too large" not in page and "too small" not in page
+    assert "BEGIN HIDDEN TESTS" not in page and "judge(" not in page
+    params = problems.get(NB).variants[serve_variant("maria")]
+    for value in problems.get(NB).solve(params).values():
+        if isinstance(value, (int, float)) and value > 100:
+            assert f"{value:g}" not in page and str(value) not in page
+    served.submit("maria", "correct")
+    page = visible_text(served.feedback("maria", after=1))
+    assert "3 of 3" in page and "1 of 1" in page and "✗" not in page, page[:3000]
+    served.submit("maria", "correct")
+    page = visible_text(served.feedback("maria", after=2))
+    assert "was not graded" in page and "all 2 graded attempts" in page
+    states = [a.state for a in served.attempts("maria")]
+    assert states == ["graded", "graded", "refused"]
+    out = subprocess.run([sys.executable, "-m", "graders.cli", "serve", ASSIGNMENT, "--course",
+                          str(served.root), "--history"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.count("maria") == 3 and "refused" in out.stdout
+
+
+def serve_variant(name):
+    from graders.variants import variant_for
+    return variant_for(name, ASSIGNMENT)
+
+
+def test_bad_input_gets_a_clear_outcome(served):
+    """A broken notebook is graded 0 with a reason; another assignment is left alone; others unaffected."""
+    home = served.student("bob")
+    (home / ASSIGNMENT / f"{NB}.ipynb").write_text("{ this is not a notebook")
+    served.as_student("bob", "submit", ASSIGNMENT, "--student=bob")
+    foreign = served.root / "exchange" / COURSE_ID / "inbound" / "eve+practice+2026-01-01 00:00:00.000000 UTC+x"
+    foreign.mkdir(parents=True)
+    (foreign / "timestamp.txt").write_text("2026-01-01 00:00:00.000000 UTC")
+    (foreign / "submission_secret.txt").write_text("0" * 128)
+    served.submit("carol", "correct")
+    page = visible_text(served.feedback("carol", after=0))
+    assert "3 of 3" in page and "1 of 1" in page and "✗" not in page
+    served.wait_for(lambda: [a.state for a in served.attempts("bob")] == ["graded"], what="bob's attempt")
+    page = visible_text(served.feedback("bob", after=0))
+    assert "could not be graded" in page or "not valid JSON" in page
+    assert not serve.AttemptJournal(served.root, "practice").students()
+
+
+def test_an_instructor_collect_beside_the_service(served):
+    """`nbgrader collect` while the service grades: both finish, and no grade is lost."""
+    served.submit("dan", "correct")
+    nbgrader("collect", ASSIGNMENT, "--update", cwd=served.root)
+    served.feedback("dan", after=0)
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{served.root / 'gradebook.db'}", COURSE_ID) as gb:
+        assert gb.find_submission_notebook(NB, ASSIGNMENT, "dan").score == 4.0
+        assert gb.find_submission_notebook(NB, ASSIGNMENT, "carol").score == 4.0
+
+
+def test_a_burst_from_one_student_does_not_delay_another(tmp_path):
+    """Twenty resubmissions from one student, then one from another: the other is served early."""
+    course = Course(tmp_path / "burst")
+    for _ in range(12):
+        course.submit("flood", "correct")
+    course.submit("quiet", "correct")
+    course.start()
+    try:
+        course.feedback("quiet", after=0)
+        graded = [a for a in course.attempts("flood") if a.state == "graded"]
+        assert len(graded) < 12, "the quiet student waited for the whole burst"
+    finally:
+        course.stop()
+
+
+def test_killed_mid_burst_every_submission_graded_once(tmp_path):
+    """SIGKILL in the middle of a burst, restart: each submission graded exactly once, same grades."""
+    course = Course(tmp_path / "kill")
+    names = [f"s{i}" for i in range(6)]
+    for i, name in enumerate(names):
+        course.submit(name, "correct" if i % 2 == 0 else "wrong")
+    course.start()
+    course.wait_for(lambda: sum(a.state == "graded" for n in names for a in course.attempts(n)) >= 2,
+                    what="the first grades")
+    helpers = children(course.service.pid)
+    assert helpers, "the service grades in child processes"
+    course.stop(signal.SIGKILL)
+    # nothing the killed service started lives on to finish (and record) a grading without it:
+    # the kernel kills its workers with it, long before one could finish a notebook
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(running(pid) for pid in helpers):
+        time.sleep(0.2)
+    assert not [pid for pid in helpers if running(pid)], "a grading process outlived the killed service"
+    course.start()
+    try:
+        course.wait_for(lambda: all([a.state for a in course.attempts(n)] == ["graded"] for n in names),
+                        what="every submission")
+    finally:
+        course.stop()
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}", COURSE_ID) as gb:
+        scores = {n: gb.find_submission_notebook(NB, ASSIGNMENT, n).score for n in names}
+    for name in names:
+        assert len(course.attempts(name)) == 1
+    # an uninterrupted grading of the same submissions, by the engine in one batch
+    from graders.engine import autograde as ag
+    again = ag.autograde(course.root, ASSIGNMENT, workers=2, progress=False, out=None, force=True)
+    assert {n: again.results[n].notebooks[0].score for n in names} == scores
+    assert scores[names[0]] == 4.0 and scores[names[1]] < 4.0
+
+
+def test_policy_is_read_from_the_config():
+    """c.ChapterServe.* in nbgrader_config.py: attempts, interval and which attempt counts."""
+    from traitlets.config import Config
+    config = Config()
+    config.ChapterServe.attempts = 5
+    config.ChapterServe.min_interval = 30
+    config.ChapterServe.counts = "best"
+    assert serve.Policy.from_config(config) == serve.Policy(5, 30.0, "best")
+    config.ChapterServe.counts = "first"
+    with pytest.raises(SystemExit, match="counts must be one of"):
+        serve.Policy.from_config(config)
+
+
+def test_which_attempt_counts():
+    """"last" is the last before the deadline; "best" the highest score."""
+    from datetime import datetime
+    attempts = [serve.Attempt("a", "2026-03-01 10:00:00.000000 UTC", state="graded", score=3.0),
+                serve.Attempt("b", "2026-03-02 10:00:00.000000 UTC", state="graded", score=1.0),
+                serve.Attempt("c", "2026-03-04 10:00:00.000000 UTC", state="graded", score=2.0),
+                serve.Attempt("d", "2026-03-05 10:00:00.000000 UTC", state="refused")]
+    due = datetime(2026, 3, 3)
+    assert serve.counted(attempts, serve.Policy(counts="last"), due).folder == "b"
+    assert serve.counted(attempts, serve.Policy(counts="last"), None).folder == "c"
+    assert serve.counted(attempts, serve.Policy(counts="best"), due).folder == "a"
+    assert serve.counted(attempts[3:], serve.Policy(), due) is None
+
+
+def test_instant_feedback_names_the_check_but_no_direction():
+    """Instant lines keep the failed check and the declared mistake; batch lines keep their hints."""
+    from graders.engine import grading
+    from graders import problems
+    problem = problems.get(NB)
+    params = problem.variants["A"]
+    wrong = problem.mistakes[0].wrong(params)
+    right = problem.solve(params)
+    keys = list(problem.cells["check_numbers"])
+    answers = {k: wrong.get(k, right[k]) for k in keys}
+    answers[keys[-1]] = right[keys[-1]] * 1.5
+    batch = grading.grade_bounded(problem, params, answers, keys)
+    instant = grading.grade_bounded(problem, params, answers, keys, instant=True)
+    assert batch["score"] == instant["score"] < problem.points(keys)
+    text = "\n".join(instant["feedback"])
+    assert "too large" not in text and "too small" not in text
+    assert any("too large" in line or "too small" in line for line in batch["feedback"])
+    assert json.dumps(instant["checks"]) == json.dumps(batch["checks"])
+
+
+def test_a_refusal_that_cannot_be_released_is_said_and_kept(tmp_path, monkeypatch):
+    """Past the limit, if the refusal page cannot reach the student, the service says so and the
+    attempt's history keeps why: never a silent refusal."""
+    import io
+    service = serve.Service(tmp_path, [ASSIGNMENT], out=io.StringIO())
+    service.root, service.config = tmp_path, None
+    service.policy = serve.Policy(attempts=1)
+    service.journals = {ASSIGNMENT: serve.AttemptJournal(tmp_path, ASSIGNMENT)}
+    service.journals[ASSIGNMENT].save("maria", [serve.Attempt("one", "2026-03-01 10:00:00.000000 UTC",
+                                                              state="graded", score=1.0)])
+
+    def broken(*args):
+        raise OSError("the exchange's feedback folder is read-only")
+    monkeypatch.setattr(serve, "release_refusal", broken)
+    job = serve._Job("maria", ASSIGNMENT, "two", "2026-03-01 11:00:00.000000 UTC")
+    assert service._admit(job) is True
+    refused = service.journals[ASSIGNMENT].load("maria")[-1]
+    assert refused.state == "refused" and "was not told" in refused.why and "read-only" in refused.why
+    assert "the refusal could not be released" in service.out.getvalue()

@@ -1,0 +1,315 @@
+"""The trusted side bounds everything it does with what leaves a sandbox: reading, grading, tasks.
+
+Each test hands the grading process something hostile that it used to trust (a text that
+stalls the reader, a grade that never returns, a task that never ends, a forged message
+stream) and checks that only that part scores 0, with a reason, and that the rest goes on.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from contextlib import contextmanager
+from types import SimpleNamespace
+
+import pytest
+import sympy
+
+from graders.engine import course_dir
+from graders import digest
+from graders.engine import grading
+from graders.engine import journal
+from graders.engine import sanitize
+from graders import symbolic
+from graders.engine.local_pool import LocalPool
+from graders.sandbox.zygote import Limits, Run, _take
+
+
+@contextmanager
+def must_finish_within(seconds):
+    """Fail (instead of hanging the suite) if the block has not returned after `seconds`."""
+    def expired(signum, frame):
+        raise AssertionError(f"did not finish within {seconds} s")
+    before = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+
+
+# ---------------------------------------------------------------------- reading
+HOSTILE = [
+    "sqrt(Pow(Symbol('N'), Integer(123456789)))",          # evaluated, this never returned
+    "sqrt(Pow(Integer(7), Integer(999999999)))",
+    "Pow(Pow(Integer(10), Integer(10)), Pow(Integer(10), Integer(10)))",
+    "exp(Pow(Integer(10), Integer(99999999)))",
+    "Mul(Float('1.0e999999999', precision=53), Symbol('N'))",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_reading_does_no_arithmetic(text):
+    """A text built to make evaluation explode is read as a tree, at once, or refused."""
+    allowed = symbolic.symbols_for(["N"])
+    with must_finish_within(5):
+        try:
+            expr = symbolic.from_srepr(text, allowed)
+        except symbolic.ExpressionError:
+            return
+        assert isinstance(expr, sympy.Basic)
+        assert sympy.srepr(expr)   # printing it back is as cheap as reading it
+
+
+def test_reading_refuses_deep_nesting_and_long_numbers():
+    """Depth and literal size are capped before anything is built."""
+    allowed = symbolic.symbols_for(["N"])
+    deep = "Symbol('N')"
+    for _ in range(symbolic.MAX_DEPTH + 5):
+        deep = f"exp({deep})"
+    with pytest.raises(symbolic.ExpressionError, match="nested too deeply"):
+        symbolic.from_srepr(deep, allowed)
+    with pytest.raises(symbolic.ExpressionError, match="too long"):
+        symbolic.from_srepr("Float('" + "9" * 100 + "')", allowed)
+    with pytest.raises(symbolic.ExpressionError):
+        symbolic.from_srepr("Pow(Symbol('N'))", allowed)      # wrong arity: a clear refusal, not a crash
+
+
+def test_a_hostile_expression_scores_zero_in_bounded_time():
+    """Grading the stalling text through a real problem: 0 for that check, within the bounds."""
+    from graders import problems
+    problem = problems.get("w1-memory")
+    params = problem.variants["A"]
+    with must_finish_within(int(grading.GRADE_SECONDS) + 10):
+        result = grading.grade_bounded(problem, params, {"per_device_expr": {"sympy": HOSTILE[0]}},
+                                  ["per_device_expr"])
+    assert result["score"] == 0
+    assert result["checks"]["per_device_expr"]["status"] in ("fail", "invalid", "undecided")
+
+
+# ---------------------------------------------------------------------- grading
+class Stalls:
+    """A problem whose grading never returns (a stand-in for any unbounded step)."""
+    cells = {"check": ("x",)}
+    mistakes = ()
+
+    def grade(self, params, answers, keys=None):
+        while True:
+            time.sleep(1)
+
+
+def test_grading_past_its_bound_scores_zero_with_a_reason(monkeypatch):
+    """`Problem.grade` past GRADE_SECONDS: the cell scores 0 with a reason; nothing waits longer."""
+    monkeypatch.setattr(grading, "GRADE_SECONDS", 1.0)
+    out = grading.NotebookResult("nb", max_score=2.0)
+    test = {"name": "check", "keys": ["x"], "points": 2.0}
+    message = {"raised": False, "answers": {"x": 1}}
+    with must_finish_within(10):
+        score, lines = grading.score_test_cell(test, message, Stalls(), {}, "A", "", out)
+    assert score == 0
+    assert any("took longer" in r for r in out.reasons)
+    assert any("longer than" in line for line in lines)
+
+
+def test_comparisons_decided_in_a_child_are_remembered():
+    """The bounded child's decided comparisons come back, so a class's repeats are decided once."""
+    from graders import problems
+    problem = problems.get("w1-memory")
+    params = problem.variants["B"]
+    answer = problem.solve(params)["per_device_expr"]
+    symbolic._DECIDED.clear()
+    result = grading.grade_bounded(problem, params, {"per_device_expr": answer}, ["per_device_expr"])
+    assert result["score"] > 0
+    assert symbolic.decided_count() >= 1
+
+
+def test_one_wrong_type_costs_only_its_own_points():
+    """The visible checks raised on one answer: the cell's other answers still earn their points."""
+    from graders import problems
+    problem = problems.get("w1-memory")
+    params = problem.variants["A"]
+    right = problem.solve(params)
+    keys = list(problem.cells["check_numbers"])
+    answers = {k: right[k] for k in keys}
+    answers[keys[0]] = {"str": "sixteen"}
+    out = grading.NotebookResult("w1-memory", max_score=4.0)
+    test = {"name": "check_numbers", "keys": keys, "points": problem.points(keys)}
+    message = {"raised": True, "ename": "AssertionError", "answers": answers}
+    score, lines = grading.score_test_cell(test, message, problem, params, "A", "", out)
+    assert score == problem.points(keys) - problem.checks[keys[0]].points
+    assert any("visible checks in this cell raised AssertionError" in line for line in lines)
+    assert out.checks["check_numbers"][keys[0]]["status"] == "invalid"
+
+
+# ---------------------------------------------------------------------- tasks
+def _sleepy(task):
+    if task == "stuck":
+        time.sleep(3600)
+    return task * 2
+
+
+def test_a_task_past_its_limit_is_killed_and_the_rest_finish():
+    """One task that never ends: its worker is killed and it is reported; the others all finish."""
+    with must_finish_within(60), LocalPool(2, _sleepy) as pool:
+        got = {task: (kind, value) for task, kind, value, _ in
+               pool.results(["a", "stuck", "b", "c", "d"], seconds=3)}
+        assert got["stuck"][0] == "timeout"
+        assert {t: got[t] for t in "abcd"} == {t: ("ok", t * 2) for t in "abcd"}
+        pids = [w.pid for w in pool.workers]
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)   # closed: reaped, nothing left behind
+
+
+def _dies(task):
+    if task == "die":
+        os._exit(3)
+    if task == "huge":
+        return "x" * (1 << 21)
+    return task
+
+
+def test_a_dying_worker_or_oversized_result_fails_only_its_task():
+    """A worker that dies, or a result over the size bound, fails that task alone."""
+    with must_finish_within(60), LocalPool(2, _dies, max_result_bytes=1 << 20) as pool:
+        got = {task: kind for task, kind, _, _ in pool.results(["a", "die", "huge", "b"], seconds=30)}
+    assert got == {"a": "ok", "b": "ok", "die": "died", "huge": "error"}
+
+
+# ---------------------------------------------------------------------- sandbox messages
+def _line(obj) -> bytes:
+    return b"S " + json.dumps(obj).encode()
+
+
+def test_forged_messages_are_counted_and_ignored():
+    """Unknown indices, repeats, results before a cell began, and junk: one note, no reasons."""
+    run = Run(expected=frozenset({0, 2, 5}))
+    _take(run, b'M {"type": "start", "monitor": 9, "sandbox": 10, "uid": 1, "layers": {}}')
+    forged = [{"type": "cell", "index": 5, "raised": True, "ename": "Forged"}]          # before it began
+    forged += [{"type": "cell", "index": i, "raised": True, "ename": "X"} for i in range(100, 20100)]
+    forged += [{"type": "begin", "index": 0}, {"type": "cell", "index": 0, "raised": False},
+               {"type": "cell", "index": 0, "raised": True, "ename": "Second"},         # a repeat
+               {"type": "begin", "index": True}, {"type": "cell", "index": "2"},         # not ints
+               {"type": "begin", "index": 2}, {"type": "cell", "index": 2, "raised": "yes"}]
+    for message in forged:
+        _take(run, _line(message))
+    assert set(run.cells) == {0}
+    assert run.cells[0]["raised"] is False
+    assert run.ignored == len(forged) - 3   # kept: begin 0, its result, begin 2
+    assert len(run.anomaly) < 300 and str(run.ignored) in run.anomaly
+
+
+# ---------------------------------------------------------------------- tampering notes
+def test_missing_flags_are_not_tampering():
+    """nbgrader omits flags a cell does not have (no `task` key): that is no change."""
+    nb, instructor = _one_cell_notebook({"grade": True, "solution": False, "locked": True,
+                                         "grade_id": "check", "points": 1.0, "schema_version": 3})
+    assert sanitize.restore_flags(nb, instructor) == []
+    nb, instructor = _one_cell_notebook({"grade": False, "solution": False, "locked": True, "task": False,
+                                         "grade_id": "check", "points": 1.0, "schema_version": 3})
+    assert any("had been changed" in n for n in sanitize.restore_flags(nb, instructor))
+
+
+def _one_cell_notebook(meta):
+    import nbformat
+    cell = nbformat.v4.new_code_cell("assert True")
+    cell.metadata["nbgrader"] = dict(meta)
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    instructor = course_dir.InstructorNotebook(
+        name="nb", kernelspec=None,
+        source_cells=[SimpleNamespace(name="check", cell_type="code", locked=True, checksum="", source="")],
+        grade_cells=[SimpleNamespace(name="check", max_score=1.0, cell_type="code")],
+        solution_cells=[], task_cells=[])
+    return nb, instructor
+
+
+# ---------------------------------------------------------------------- data files
+def test_oversized_assignment_files_stop_before_grading(tmp_path):
+    """An assignment whose data files cannot reach the sandbox is refused up front, with the fix."""
+    source = tmp_path / "source" / "hw"
+    source.mkdir(parents=True)
+    with open(source / "data.bin", "wb") as fh:
+        fh.truncate(course_dir.FILE_COPY_BYTES + 1)
+    course = SimpleNamespace(source_dir=str(source), ignore=[], assignment="hw")
+    with pytest.raises(SystemExit, match="data.bin.*larger than.*ChapterSandbox.tmp_bytes"):
+        course_dir.check_data_files(course, Limits())
+    (source / "data.bin").unlink()
+    for i in range(3):
+        with open(source / f"part{i}.bin", "wb") as fh:
+            fh.truncate(50 << 20)
+    with pytest.raises(SystemExit, match="take 150 MiB, more than"):
+        course_dir.check_data_files(course, Limits())
+    course_dir.check_data_files(course, Limits(tmp_bytes=512 << 20))   # room enough: no complaint
+
+
+def test_oversized_submitted_files_are_left_out_with_a_note(tmp_path):
+    """A student's own oversized file is not given to the sandbox; the notebook says why."""
+    small, big = tmp_path / "small.csv", tmp_path / "big.bin"
+    small.write_text("1,2\n")
+    with open(big, "wb") as fh:
+        fh.truncate(course_dir.FILE_COPY_BYTES + 1)
+    kept, notes = course_dir.fit_files({"small.csv": str(small), "big.bin": str(big)}, Limits())
+    assert kept == {"small.csv": str(small)}
+    assert len(notes) == 1 and "big.bin" in notes[0]
+
+
+# ---------------------------------------------------------------------- the journal's fingerprint
+def test_fingerprint_covers_the_whole_library_and_versions(monkeypatch):
+    """A change anywhere in graders/ (a module another problem imports), or a library's version, regrades."""
+    course = SimpleNamespace(root="/nonexistent", notebooks={}, course_id="c", ignore=[], permissions=0o444,
+                             begin_hidden="B", end_hidden="E", max_lines=1, max_traceback=1,
+                             exclude_overwriting=[], excluded_students=[])
+    base = journal.fingerprint(course, Limits())
+    monkeypatch.setattr(journal, "code_digest", lambda: "another library")
+    assert journal.fingerprint(course, Limits()) != base
+    monkeypatch.undo()
+    monkeypatch.setattr(journal, "library_versions", lambda: {"sympy": "0.0"})
+    assert journal.fingerprint(course, Limits()) != base
+    monkeypatch.undo()
+    assert journal.fingerprint(course, Limits(memory_bytes=1)) != base
+    assert journal.fingerprint(course, Limits()) == base
+
+
+def test_code_digest_reads_every_module_of_the_library():
+    """The digest the journal uses includes the problem modules several problems share (problems/common/, e.g. the loss scaling p1 and e05 use)."""
+    from pathlib import Path
+    files = sorted(p.relative_to(digest.GRADER_FILES).as_posix() for p in digest.GRADER_FILES.rglob("*.py"))
+    assert "problems/common/loss_scaling.py" in files and "symbolic.py" in files
+    assert Path(digest.GRADER_FILES / "problems" / "common" / "loss_scaling.py").exists()
+
+
+def test_a_cluster_task_past_its_limit_is_reported_not_retried(monkeypatch):
+    """On a Dask worker the task runs in a bounded child: past its limit the student is reported."""
+    def never_returns(*args, **kwargs):
+        time.sleep(3600)
+
+    monkeypatch.setattr(grading, "grade_submission", never_returns)
+    monkeypatch.setattr(grading, "task_seconds", lambda course, limits: 2.0)
+    course = SimpleNamespace(notebooks={})
+    with must_finish_within(30):
+        answer = grading.grade_submission_bounded(course, "someone", "/nonexistent", Limits())
+    assert "longer than 2 s" in answer["not_graded"]
+
+
+def test_changing_an_imported_problem_module_regrades(tmp_path, monkeypatch):
+    """p1 shares its loss-scaling code with e05: editing problems/common/loss_scaling.py changes the practice
+    assignment's fingerprint."""
+    import shutil
+    library = tmp_path / "graders"
+    shutil.copytree(digest.GRADER_FILES, library, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(digest, "GRADER_FILES", library)
+    course = SimpleNamespace(root=str(tmp_path), notebooks={}, course_id="c", ignore=[], permissions=0o444,
+                             begin_hidden="B", end_hidden="E", max_lines=1, max_traceback=1,
+                             exclude_overwriting=[], excluded_students=[])
+    digest.code_digest.cache_clear()
+    try:
+        before = journal.fingerprint(course, Limits())
+        module = library / "problems" / "common" / "loss_scaling.py"
+        module.write_text(module.read_text() + "\n# a change to the shared loss-scaling code\n")
+        digest.code_digest.cache_clear()
+        assert journal.fingerprint(course, Limits()) != before
+    finally:
+        monkeypatch.undo()
+        digest.code_digest.cache_clear()

@@ -1,0 +1,58 @@
+"""The precision items' shared format table (graders/problems/common/formats.py) and every FP8 figure
+the notebooks print, against torch.finfo and Micikevicius et al. 2022, Table 1."""
+import math
+import re
+
+import pytest
+import torch
+
+from graders.problems.common.formats import EIGHT_BIT, FORMATS, cast, format_limits
+from tests.conftest import REPO
+
+# "FP8 Formats for Deep Learning" (arXiv 2209.05433), Table 1, as printed:
+# E4M3: max normal 448, min normal 2^-6, min subnormal 2^-9; E5M2: 57,344, 2^-14, 2^-16.
+PRINTED = {"float8_e4m3fn": (448.0, -6, -9), "float8_e5m2": (57344.0, -14, -16)}
+ROW_NAME = {"float8_e4m3fn": "E4M3", "float8_e5m2": "E5M2"}
+PRECISION_NOTEBOOKS = ("worked/w3-range", "theory/t1-range-before-speed", "concept/c2-number-line",
+                       "basics/b09-mixed-precision")
+
+
+@pytest.mark.parametrize("dtype", sorted(FORMATS))
+def test_each_format_matches_torch_finfo(dtype):
+    info = torch.finfo(getattr(torch, dtype))
+    largest, min_normal, min_subnormal = format_limits(dtype)
+    assert (largest, min_normal, min_subnormal) == (info.max, info.smallest_normal, info.tiny * info.eps)
+
+
+@pytest.mark.parametrize("dtype", EIGHT_BIT)
+def test_cast_is_torchs_near_every_fp8_edge(dtype):
+    info = torch.finfo(getattr(torch, dtype))
+    sub = info.tiny * info.eps
+    values = []
+    for base in (sub / 2, sub, 1.5 * sub, 2.5 * sub, info.tiny, 1.0, info.max, 1.06 * info.max, 1.07 * info.max,
+                 1.2 * info.max, 1e30):
+        for f in (1 - 2 ** -20, 1.0, 1 + 2 ** -20, 1 - 2 ** -4, 1 + 2 ** -4):
+            values += [base * f, -base * f]
+    expected = torch.tensor(values).to(getattr(torch, dtype)).float().tolist()
+    assert [cast(v, dtype) for v in values] == expected
+
+
+@pytest.mark.parametrize("notebook", PRECISION_NOTEBOOKS)
+def test_every_fp8_row_a_precision_notebook_prints_is_the_papers(notebook):
+    """Each markdown table row naming E4M3 or E5M2 shows that format's printed limits, and no other's."""
+    text = (REPO / "source" / f"{notebook}.pct.py").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("# |") and re.search(r"E4M3|E5M2", line)]
+    assert rows, f"{notebook} teaches no FP8 format"
+    for dtype, (largest, normal, subnormal) in PRINTED.items():
+        mine = [row for row in rows if ROW_NAME[dtype] in row]
+        assert mine, (notebook, dtype)
+        for row in mine:
+            assert f"{largest:g}" in row.replace(",", "")
+            assert f"2^{{{normal}}}" in row and f"2^{{{subnormal}}}" in row
+            other = PRINTED[EIGHT_BIT[1 - EIGHT_BIT.index(dtype)]]
+            assert f"{other[0]:g}" not in row.replace(",", "")
+    # and the paper's numbers are torch's
+    for dtype, (largest, normal, subnormal) in PRINTED.items():
+        info = torch.finfo(getattr(torch, dtype))
+        assert info.max == largest and math.log2(info.smallest_normal) == normal
+        assert math.log2(info.tiny * info.eps) == subnormal
