@@ -76,8 +76,18 @@ def test_the_demo_grade_table(tmp_path, capsys):
     assert table["ada"] == (4, 4)           # correct
     assert 0 < table["grace"][0] < 4        # wrong numbers, right expression
     assert table["alan"] == (0, 4)          # blank
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out, err = captured.out, captured.err
     assert "student  variant  submitted" in out and "II.8 Training at Scale" in out
+    # graded by `chapter autograde`: its progress bar and its summary, as that command prints them
+    assert "autograde worked: 100%" in err and "3/3" in err, err[-2000:]
+    assert "autograde worked: 3 submissions (3 notebooks)" in out and "isolation in effect:" in out
+    # where the feedback is, one page per student, and nothing from a kernel or nbgrader's log
+    for student in CLASS:
+        assert str(tmp_path / f"demo/feedback/{student}/worked/w1-memory.html") in out
+    noise = [line for line in err.splitlines() if "autograde worked:" not in line and line.strip()]
+    assert not noise, noise[:10]
+    assert "warning" not in (out + err).lower()
     feedback = tmp_path / "demo/feedback/grace/worked/w1-memory.html"
     assert feedback.exists() and "Likely mistake" in feedback.read_text()
     # the exchange lives inside the course, and the collected submissions came through it
