@@ -94,3 +94,23 @@ def test_the_demo_grade_table(tmp_path, capsys):
     assert list((tmp_path / "demo/exchange").rglob("*.ipynb"))
     assert (tmp_path / "demo/submitted/grace/worked/w1-memory.ipynb").exists()
     json.dumps(table)
+
+
+def test_the_demo_shows_status_only_from_current_verdicts(tmp_path):
+    """The demo's status: rendered from the gate's cached verdicts when every item's is current;
+    on a fresh copy (no cache) or after a change, a line saying `chapter status` checks them."""
+    from graders.demo import cached_status
+    from graders.gate import CACHE, fingerprint
+    from tests.conftest import copy_course
+    root = copy_course(tmp_path, ["worked/w1-memory"])
+    [line] = cached_status(root)
+    assert "1 of 1 items have no current verdict" in line and "`chapter status`" in line
+    verdict = {"id": "w1-memory", "notebook": "worked/w1-memory", "solution": dict.fromkeys("ABCD", True),
+               "blank_zero": True, "reasons": [], "fingerprint": fingerprint(root, "worked/w1-memory")}
+    (root / CACHE).parent.mkdir()
+    (root / CACHE).write_text(json.dumps({"w1-memory": verdict}))
+    [shown] = cached_status(root)
+    assert "II.8 Training at Scale" in shown and "mathematics" in shown and "no current verdict" not in shown
+    verdict["fingerprint"] = "stale"
+    (root / CACHE).write_text(json.dumps({"w1-memory": verdict}))
+    assert "no current verdict" in cached_status(root)[0]
