@@ -125,7 +125,7 @@ def cmd_build(args) -> int:
 
 def cmd_demo(args) -> int:
     from graders.course.demo import run
-    run(root=contract.course_root(args.course), site=True)
+    run(root=contract.course_root(args.course))   # the site is `chapter site`'s: minutes, each variant run
     return 0
 
 

@@ -76,11 +76,41 @@ def test_the_demo_grade_table(tmp_path, capsys):
     assert table["ada"] == (4, 4)           # correct
     assert 0 < table["grace"][0] < 4        # wrong numbers, right expression
     assert table["alan"] == (0, 4)          # blank
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out, err = captured.out, captured.err
     assert "student  variant  submitted" in out and "II.8 Training at Scale" in out
+    # graded by `chapter autograde`: its progress bar and its summary, as that command prints them
+    assert "autograde worked: 100%" in err and "3/3" in err, err[-2000:]
+    assert "autograde worked: 3 submissions (3 notebooks)" in out and "isolation in effect:" in out
+    # where the feedback is, one page per student, and nothing from a kernel or nbgrader's log
+    for student in CLASS:
+        assert str(tmp_path / f"demo/feedback/{student}/worked/w1-memory.html") in out
+    noise = [line for line in err.splitlines() if "autograde worked:" not in line and line.strip()]
+    assert not noise, noise[:10]
+    assert "warning" not in (out + err).lower()
     feedback = tmp_path / "demo/feedback/grace/worked/w1-memory.html"
     assert feedback.exists() and "Likely mistake" in feedback.read_text()
     # the exchange lives inside the course, and the collected submissions came through it
     assert list((tmp_path / "demo/exchange").rglob("*.ipynb"))
     assert (tmp_path / "demo/submitted/grace/worked/w1-memory.ipynb").exists()
     json.dumps(table)
+
+
+def test_the_demo_shows_status_only_from_current_verdicts(tmp_path):
+    """The demo's status: rendered from the gate's cached verdicts when every item's is current;
+    on a fresh copy (no cache) or after a change, a line saying `chapter status` checks them."""
+    from graders.course.demo import cached_status
+    from graders.course.gate import CACHE, fingerprint
+    from tests.conftest import copy_course
+    root = copy_course(tmp_path, ["worked/w1-memory"])
+    [line] = cached_status(root)
+    assert "1 of 1 items have no current verdict" in line and "`chapter status`" in line
+    verdict = {"id": "w1-memory", "notebook": "worked/w1-memory", "solution": dict.fromkeys("ABCD", True),
+               "blank_zero": True, "reasons": [], "fingerprint": fingerprint(root, "worked/w1-memory")}
+    (root / CACHE).parent.mkdir()
+    (root / CACHE).write_text(json.dumps({"w1-memory": verdict}))
+    [shown] = cached_status(root)
+    assert "II.8 Training at Scale" in shown and "mathematics" in shown and "no current verdict" not in shown
+    verdict["fingerprint"] = "stale"
+    (root / CACHE).write_text(json.dumps({"w1-memory": verdict}))
+    assert "no current verdict" in cached_status(root)[0]
