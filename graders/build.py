@@ -98,7 +98,10 @@ def nbgrader_coursedir(course: Path):
     from traitlets.config import Application
     app = NbGrader(log_level=logging.ERROR)
     Application.load_config_file(app, app.config_file_name, path=[str(course), *app.config_file_paths])
-    return CourseDirectory(parent=app)
+    coursedir = CourseDirectory(parent=app)
+    if "root" not in app.config.CourseDirectory:   # the command line's default: the folder it runs in
+        coursedir.root = str(course)
+    return coursedir
 
 
 def assignments(root: Path) -> list[str]:

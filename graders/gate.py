@@ -107,13 +107,15 @@ def mistake_reasons(problem) -> list[str]:
     reasons = []
     if len(problem.mistakes) < 3:
         reasons.append(f"{problem.id}: declares {len(problem.mistakes)} common mistakes; at least 3 are owed")
+    rights = {}   # each variant's reference, solved once for all the mistakes
     for mistake in problem.mistakes:
         shown = False
         for label, params in problem.variants.items():
-            right = problem.solve(params)
-            answers = {**right, **mistake.wrong(params)}
-            changed = [k for k in mistake.wrong(params)
-                       if not problem.checks[k].judge(right[k], answers[k]).passed]
+            if label not in rights:
+                rights[label] = problem.solve(params)
+            right, wrong = rights[label], mistake.wrong(params)
+            answers = {**right, **wrong}
+            changed = [k for k in wrong if not problem.checks[k].judge(right[k], answers[k]).passed]
             if not changed:
                 continue  # this mistake gives the right answer in this variant
             shown = True
