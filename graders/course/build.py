@@ -10,8 +10,11 @@ All three are committed, and `check` says where any has drifted from its source.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
 import inspect
+import json
 import re
 import shutil
 import tempfile
@@ -21,9 +24,72 @@ import jupytext
 import nbformat
 
 from graders.engine.scratch import assignments, make_course, nbgrader
-from graders.engine.scratch import differences as _differences
 
 GENERATED = ("release", "solutions")
+
+CONVERTERS = {"generate_assignment": "GenerateAssignment", "generate_solution": "GenerateSolution"}
+
+
+def nbgrader_inprocess(command: str, assignment: str, course: Path, notebook: str = "*") -> None:
+    """`nbgrader <command> <assignment> --force [--notebook <notebook>]` run in `course`, in this process.
+
+    The configuration is the one nbgrader's command line loads there: `nbgrader_config.py` from
+    Jupyter's config path, then the course's own file (which wins), so every setting of the
+    course (its solution folder, ClearHiddenTests, the preprocessors) applies as it would.
+    The converter is nbgrader's own, started the way `NbGraderAPI.generate_assignment` starts it.
+    """
+    import nbgrader.converters as converters
+    from nbgrader.utils import capture_log
+
+    coursedir = nbgrader_coursedir(course)
+    coursedir.assignment_id, coursedir.notebook_id = assignment, notebook
+    converter = getattr(converters, CONVERTERS[command])(coursedir=coursedir, parent=coursedir.parent)
+    converter.force = True
+    open_gradebook(coursedir.db_url, coursedir.course_id)
+    result = capture_log(converter)
+    if not result["success"]:
+        tail = "\n".join((result.get("log", "") + result.get("error", "")).splitlines()[-15:])
+        raise RuntimeError(f"nbgrader {command} {assignment} --notebook {notebook} failed:\n{tail}")
+
+
+@functools.lru_cache(maxsize=1)
+def alembic_head() -> str:
+    """The revision `alembic heads` prints first for nbgrader's migrations, read with alembic's
+    own library in this process."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import _temp_alembic_ini
+    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+        return ScriptDirectory.from_config(Config(ini)).get_current_head()
+
+
+def open_gradebook(db_url: str, course_id: str) -> None:
+    """Create the gradebook if it does not exist, as nbgrader's Gradebook does, except that the
+    schema revision it stamps is read in this process (nbgrader starts `alembic heads` for it,
+    a new interpreter that costs seconds on a busy machine)."""
+    from unittest import mock
+
+    from nbgrader.api import Gradebook
+    with mock.patch("nbgrader.api.get_alembic_version", alembic_head):
+        Gradebook(db_url, course_id).close()
+
+
+def nbgrader_coursedir(course: Path):
+    """nbgrader's CourseDirectory for `course`, under an application holding the configuration
+    nbgrader's command line loads when run there (Jupyter's config path, then the course's file)."""
+    import logging
+
+    from nbgrader.apps.baseapp import NbGrader
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Application
+    app = NbGrader(log_level=logging.ERROR)
+    Application.load_config_file(app, app.config_file_name, path=[str(course), *app.config_file_paths])
+    coursedir = CourseDirectory(parent=app)
+    if "root" not in app.config.CourseDirectory:   # the command line's default: the folder it runs in
+        coursedir.root = str(course)
+    return coursedir
+
+
 
 
 INCLUDE = re.compile(r"^# chapter: include ([\w.]+)\.(\w+)$", re.MULTILINE)
@@ -90,22 +156,132 @@ def generate(root: Path, course: Path) -> None:
         nbgrader("generate_solution", assignment, "--force", cwd=course)
 
 
-def build(root: Path, write: bool = True) -> list[str]:
-    """Regenerate everything from source/ (write=True), or list what has drifted (write=False)."""
+def build(root: Path, write: bool = True, only: list[str] | None = None, cache: bool = True) -> list[str]:
+    """Regenerate everything from source/ (write=True), or list what has drifted (write=False).
+
+    The check may be narrowed to the notebooks `only` (ids), and reuses, unless `cache` is off,
+    what nbgrader generated before from the same notebook text (see `drift`).
+    """
+    if not write:
+        return drift(root, only=only, cache=cache)
     reasons = [f"{path} is out of date with its .pct.py: run `chapter build`"
                for path in sync_sources(root, write=write)]
     with tempfile.TemporaryDirectory(prefix="chapter-build-") as tmp:
         course = make_course(root, Path(tmp))
-        if not write:  # compare the notebooks the committed .pct.py files would give
-            sync_sources(course_with_pct(root, course), write=True)
         generate(root, course)
         for label in GENERATED:
-            if write:
-                shutil.rmtree(root / label, ignore_errors=True)
-                shutil.copytree(course / label, root / label)
-            else:
-                reasons += _differences(course / label, root / label, label)
+            shutil.rmtree(root / label, ignore_errors=True)
+            shutil.copytree(course / label, root / label)
     return reasons
+
+
+GENERATED_CACHE = Path(".chapter") / "generated.json"
+
+
+def generation_key(root: Path, notebook: str, text: str) -> str:
+    """What nbgrader's output for one notebook depends on: its text, its place, the course's
+    configuration, and nbgrader's version."""
+    import nbgrader as nbgrader_package
+    digest = hashlib.sha256(f"{nbgrader_package.__version__}\0{notebook}\0".encode())
+    digest.update((root / "nbgrader_config.py").read_bytes() + b"\0" + text.encode())
+    return digest.hexdigest()
+
+
+def source_texts(root: Path, only: list[str] | None = None) -> tuple[dict[str, str], list[str]]:
+    """{"assignment/id": the source .ipynb text the committed .pct.py (or, lacking one, the
+    committed .ipynb) gives}, and the reasons where a committed source .ipynb differs from it."""
+    texts, reasons = {}, []
+    for path in sorted((root / "source").glob("*/*.ipynb")) + sorted((root / "source").glob("*/*.pct.py")):
+        stem = path.name.removesuffix(".pct.py").removesuffix(".ipynb")
+        if only and stem not in only:
+            continue
+        notebook = f"{path.parent.name}/{stem}"
+        if path.name.endswith(".ipynb"):
+            texts.setdefault(notebook, path.read_text())
+            continue
+        texts[notebook] = text = notebook_text(path)
+        target = path.with_name(stem + ".ipynb")
+        if not target.exists() or target.read_text() != text:
+            reasons.append(f"{target.relative_to(root)} is out of date with its .pct.py: run `chapter build`")
+    return texts, reasons
+
+
+def drift(root: Path, only: list[str] | None = None, cache: bool = True) -> list[str]:
+    """Where source/, release/ and solutions/ have drifted from what the .pct.py sources give.
+
+    Each notebook's release and solution are generated by nbgrader's own converters, in this
+    process, one notebook at a time; their hashes are kept in `.chapter/generated.json` under
+    `generation_key`, so a notebook whose text did not change is not generated again. With `only`,
+    just those notebooks are checked; otherwise also every file of release/ and solutions/
+    that no source gives.
+    """
+    texts, reasons = source_texts(root, only)
+    cache_path = root / GENERATED_CACHE
+    known: dict = {}
+    if cache_path.exists():
+        try:
+            known = json.loads(cache_path.read_text())
+        except ValueError:
+            known = {}
+    keys = {notebook: generation_key(root, notebook, text) for notebook, text in texts.items()}
+    stale = [nb for nb in texts if not cache or not isinstance(known.get(keys[nb]), dict)]
+    if stale:
+        with tempfile.TemporaryDirectory(prefix="chapter-check-") as tmp:
+            course = generate_notebooks(root, Path(tmp), {notebook: texts[notebook] for notebook in stale})
+            for notebook in stale:
+                known[keys[notebook]] = {label: _sha(course / label / f"{notebook}.ipynb") for label in GENERATED}
+        cache_path.parent.mkdir(exist_ok=True)
+        cache_path.write_text(json.dumps(known, indent=1, sort_keys=True))
+    expected = {label: {f"{nb}.ipynb": known[keys[nb]][label] for nb in texts} for label in GENERATED}
+    if not only:
+        for label, files in expected.items():
+            files.update(other_files(root))
+    for label in GENERATED:
+        committed = root / label
+        kept = ({str(p.relative_to(committed)) for p in committed.rglob("*") if p.is_file()}
+                if committed.exists() else set())
+        if only:
+            kept &= set(expected[label])
+        for rel in sorted(kept | set(expected[label])):
+            if rel not in kept:
+                reasons.append(f"{label}/{rel} is missing: run `chapter build`")
+            elif rel not in expected[label]:
+                reasons.append(f"{label}/{rel} has no source: run `chapter build`")
+            elif _sha(committed / rel) != expected[label][rel]:
+                reasons.append(f"{label}/{rel} is out of date with source/: run `chapter build`")
+    return reasons
+
+
+def generate_notebooks(root: Path, course: Path, texts: dict[str, str]) -> Path:
+    """In the scratch folder `course` (the configuration of `root`), the release and the solution
+    of each notebook of `texts` ({"assignment/id": source .ipynb text}), generated by nbgrader's
+    converters in this process, one notebook at a time (`--notebook <id>`)."""
+    shutil.copy(root / "nbgrader_config.py", course / "nbgrader_config.py")
+    for notebook, text in texts.items():
+        (course / "source" / notebook).parent.mkdir(parents=True, exist_ok=True)
+        (course / "source" / f"{notebook}.ipynb").write_text(text)
+    for notebook in texts:
+        assignment, item = notebook.split("/")
+        for command in CONVERTERS:
+            nbgrader_inprocess(command, assignment, course, notebook=item)
+    return course
+
+
+def other_files(root: Path) -> dict[str, str]:
+    """{path inside release/: hash} of the files other than notebooks that nbgrader copies from
+    source/<assignment>/ into release/ and solutions/ (those its `CourseDirectory.ignore` lets through)."""
+    from nbgrader.utils import find_all_files
+    ignore = nbgrader_coursedir(root).ignore
+    files = {}
+    for assignment in assignments(root):
+        folder = root / "source" / assignment
+        for name in find_all_files(str(folder), [*ignore, "*.ipynb", ".ipynb_checkpoints", "__pycache__"]):
+            files[str(Path(assignment) / Path(name).relative_to(folder))] = _sha(Path(name))
+    return files
+
+
+def _sha(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
 
 
 def course_with_pct(root: Path, course: Path) -> Path:

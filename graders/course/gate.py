@@ -28,7 +28,7 @@ import nbformat
 from graders import problems, variants
 from graders.course.build import build
 from graders.course.contract import Chapter
-from graders.course.verify import autograde
+from graders.course.verify import autograde, warm_engine
 
 CACHE = Path(".chapter") / "verdicts.json"
 
@@ -107,13 +107,15 @@ def mistake_reasons(problem) -> list[str]:
     reasons = []
     if len(problem.mistakes) < 3:
         reasons.append(f"{problem.id}: declares {len(problem.mistakes)} common mistakes; at least 3 are owed")
+    rights = {}   # each variant's reference, solved once for all the mistakes
     for mistake in problem.mistakes:
         shown = False
         for label, params in problem.variants.items():
-            right = problem.solve(params)
-            answers = {**right, **mistake.wrong(params)}
-            changed = [k for k in mistake.wrong(params)
-                       if not problem.checks[k].judge(right[k], answers[k]).passed]
+            if label not in rights:
+                rights[label] = problem.solve(params)
+            right, wrong = rights[label], mistake.wrong(params)
+            answers = {**right, **wrong}
+            changed = [k for k in wrong if not problem.checks[k].judge(right[k], answers[k]).passed]
             if not changed:
                 continue  # this mistake gives the right answer in this variant
             shown = True
@@ -182,12 +184,7 @@ def evaluate(root: Path, notebooks: list[str]) -> dict[str, ItemReport]:
 def verdicts(root: Path, notebooks: list[str], refresh: bool = False) -> dict[str, ItemReport]:
     """Cached verdicts where nothing they depend on changed; fresh runs for the rest."""
     cache_path = root / CACHE
-    cached = {}
-    if cache_path.exists() and not refresh:
-        try:
-            cached = json.loads(cache_path.read_text())
-        except ValueError:
-            cached = {}
+    cached = {} if refresh else _read_cache(cache_path)
     reports, stale = {}, []
     for notebook in notebooks:
         item = notebook.split("/")[-1]
@@ -203,6 +200,21 @@ def verdicts(root: Path, notebooks: list[str], refresh: bool = False) -> dict[st
         cache_path.parent.mkdir(exist_ok=True)
         cache_path.write_text(json.dumps(cached, indent=1, sort_keys=True))
     return reports
+
+
+def _read_cache(cache_path: Path) -> dict:
+    try:
+        return json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    except ValueError:
+        return {}
+
+
+def cached_verdict(root: Path, notebook: str) -> ItemReport | None:
+    """The cached verdict of `notebook`, if nothing it depends on changed since."""
+    entry = _read_cache(root / CACHE).get(notebook.split("/")[-1])
+    if entry and entry.get("fingerprint") == fingerprint(root, notebook):
+        return ItemReport(**entry)
+    return None
 
 
 BUILD_CACHE = Path(".chapter") / "build-check.json"
@@ -226,8 +238,11 @@ def build_fingerprint(root: Path) -> str:
     return digest.hexdigest()
 
 
-def build_reasons(root: Path, refresh: bool = False) -> list[str]:
-    """`build(root, write=False)`, whose answer is cached under the build's fingerprint."""
+def build_reasons(root: Path, refresh: bool = False, only: list[str] | None = None) -> list[str]:
+    """`build(root, write=False)`, whose answer is cached under the build's fingerprint; for the
+    items `only`, just their drift, regenerated afresh with `refresh`."""
+    if only:
+        return build(root, write=False, only=only, cache=not refresh)
     cache_path, key = root / BUILD_CACHE, build_fingerprint(root)
     try:
         cached = json.loads(cache_path.read_text())
@@ -235,7 +250,7 @@ def build_reasons(root: Path, refresh: bool = False) -> list[str]:
             return list(cached["reasons"])
     except (OSError, ValueError, KeyError, AttributeError):
         pass
-    reasons = build(root, write=False)
+    reasons = build(root, write=False, cache=not refresh)
     cache_path.parent.mkdir(exist_ok=True)
     cache_path.write_text(json.dumps({"fingerprint": key, "reasons": reasons}, indent=1))
     return reasons
@@ -245,7 +260,9 @@ def gate(root: Path, chapter: Chapter, only: list[str] | None = None,
          refresh: bool = False) -> tuple[list[str], dict[str, ItemReport]]:
     """Every reason the chapter (or the `only` items) falls short, and the item verdicts."""
     notebooks = [nb for nb in chapter.notebooks if not only or nb.split("/")[-1] in only]
-    reasons = build_reasons(root, refresh=refresh)
+    if refresh or any(cached_verdict(root, nb) is None for nb in notebooks):
+        warm_engine()   # its zygote starts while the drift is checked
+    reasons = build_reasons(root, refresh=refresh, only=only)
     if only:
         reasons = [r for r in reasons if any(f"/{i}." in r for i in only)]
     reports = verdicts(root, notebooks, refresh=refresh)

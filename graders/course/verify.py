@@ -14,13 +14,16 @@ gradebook afterwards.
 """
 from __future__ import annotations
 
+import contextlib
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
 from graders.engine.scratch import make_course, nbgrader
+from graders.course.build import nbgrader_inprocess
 
 
 @dataclass
@@ -33,7 +36,12 @@ class NotebookScore:
 def prepare(root: Path, scratch: Path, assignment: str, submissions: dict[str, dict[str, Path]]) -> Path:
     """A scratch course with the assignment generated and the submissions in place."""
     course = make_course(root, scratch, only=[assignment])
-    nbgrader("generate_assignment", assignment, "--force", cwd=course)
+    # only the notebooks submitted: the engine grades (and computes references for) every
+    # notebook of the gradebook's assignment, and a notebook's score does not depend on the others
+    wanted = sorted({notebook_id for notebooks in submissions.values() for notebook_id in notebooks})
+    every = sorted(p.name.removesuffix(".ipynb") for p in (course / "source" / assignment).glob("*.ipynb"))
+    for notebook in (["*"] if wanted == every else wanted):
+        nbgrader_inprocess("generate_assignment", assignment, course, notebook=notebook)
     for student, notebooks in submissions.items():
         folder = course / "submitted" / student / assignment
         folder.mkdir(parents=True, exist_ok=True)
@@ -50,12 +58,33 @@ def autograde_nbgrader(root: Path, scratch: Path, assignment: str,
     return read_scores(course, assignment, submissions)
 
 
+_WARMING: dict[str, threading.Thread] = {}
+
+
+def warm_engine() -> None:
+    """Start the engine's zygote now, in the background, so that it imports its libraries while
+    this process does other work (the gate checks drift and imports the problems meanwhile);
+    `autograde_sandboxed` waits for it. A zygote that fails to start here is started again
+    there, where its failure is reported."""
+    from graders.engine.autograde import shared_zygote
+
+    def start():
+        with contextlib.suppress(Exception):
+            shared_zygote()
+    if "zygote" not in _WARMING:
+        _WARMING["zygote"] = threading.Thread(target=start, name="warm-engine", daemon=True)
+        _WARMING["zygote"].start()
+
+
 def autograde_sandboxed(root: Path, scratch: Path, assignment: str,
                         submissions: dict[str, dict[str, Path]]) -> dict[str, dict[str, NotebookScore]]:
     """Grade `{student: {notebook_id: path}}` for one assignment with `chapter autograde`."""
     from graders.engine.autograde import autograde as engine
     from graders.engine.autograde import shared_zygote
     course = prepare(root, scratch, assignment, submissions)
+    warming = _WARMING.pop("zygote", None)
+    if warming is not None:
+        warming.join()
     engine(course, assignment, progress=False, out=None, zygote=shared_zygote())
     return read_scores(course, assignment, submissions)
 
