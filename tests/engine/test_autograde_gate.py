@@ -129,7 +129,7 @@ def test_a_killed_run_resumes_without_losing_or_double_counting(tmp_path):
     assert resumed.reused >= recorded
     assert set(resumed.results) == set(students)
     for sid, score in students.items():
-        assert resumed.results[sid].notebooks[0].score == score, sid
+        assert resumed.results[sid].notebooks[0].score == score, (sid, resumed.results[sid].notebooks[0].reasons, resumed.results[sid].notebooks[0].feedback[:6], resumed.failed)
     after = _dump(course / "gradebook.db")
     assert len(after) == 2 * len(students)   # two graded cells each, no duplicate rows
     again = ag.autograde(course, ASSIGNMENT, workers=2, progress=False, out=None)
