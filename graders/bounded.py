@@ -6,7 +6,9 @@ grading process (so sympy and the problems are already imported and the fork
 costs milliseconds), computes, and sends back a JSON result. If it takes too
 long, or its answer grows past `max_output`, it is killed and the caller is
 told so. Its address space is capped at what the parent already maps plus
-`memory_bytes`, so a child forked from a large process is not starved at birth.
+`memory_bytes`, so a child forked from a large process is not starved at birth, and never
+above the cap it inherited: a bounded call made inside another (a comparison inside a
+problem's grading) keeps the outer bound instead of failing to raise it.
 """
 import json
 import os
@@ -50,6 +52,9 @@ def run_bounded(fn, *args, timeout: float = 3.0, memory_bytes: int = MEMORY_LIMI
         try:
             os.close(read_fd)
             cap = _mapped_bytes() + int(memory_bytes)
+            _, hard = resource.getrlimit(resource.RLIMIT_AS)
+            if hard != resource.RLIM_INFINITY:   # inside another bounded call: its cap is the ceiling
+                cap = min(cap, hard)
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
             try:
                 payload = {"ok": fn(*args)}
