@@ -69,7 +69,7 @@ def child(step: str, course: Path, item: str | None) -> None:
     started = float(os.environ["AUTHOR_BENCH_T0"])
     import importlib
     t = time.time()
-    from graders import cli
+    from graders.course import commands
     from graders.course import contract
     from graders.course import gate as gate_module  # noqa: F401  (imported for its attributes)
     modules = {module: importlib.import_module(module) for module, _ in PHASES}
@@ -100,7 +100,7 @@ def child(step: str, course: Path, item: str | None) -> None:
     with open(os.devnull, "w") as quiet:
         stdout, sys.stdout = sys.stdout, quiet
         try:
-            code = cli.run_gate(course, chapter, only=[item] if item else None, refresh=step == "check",
+            code = commands.run_gate(course, chapter, only=[item] if item else None, refresh=step == "check",
                                 verbose=True)
         finally:
             sys.stdout = stdout
