@@ -63,14 +63,18 @@ def alembic_head() -> str:
         return ScriptDirectory.from_config(Config(ini)).get_current_head()
 
 
-def open_gradebook(db_url: str, course_id: str) -> None:
-    """Create the gradebook if it does not exist, as nbgrader's Gradebook does, except that the
-    schema revision it stamps is read in this process (nbgrader starts `alembic heads` for it,
-    a new interpreter that costs seconds on a busy machine)."""
+def alembic_head_in_process():
+    """While it lasts, nbgrader stamps a new gradebook with `alembic_head()`, read in this process,
+    instead of starting `alembic heads` for it (a new interpreter that costs seconds on a busy machine)."""
     from unittest import mock
+    return mock.patch("nbgrader.api.get_alembic_version", alembic_head)
 
+
+def open_gradebook(db_url: str, course_id: str) -> None:
+    """Create the gradebook if it does not exist, as nbgrader's Gradebook does, with the schema
+    revision read in this process."""
     from nbgrader.api import Gradebook
-    with mock.patch("nbgrader.api.get_alembic_version", alembic_head):
+    with alembic_head_in_process():
         Gradebook(db_url, course_id).close()
 
 

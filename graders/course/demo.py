@@ -13,7 +13,6 @@ student.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import shutil
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import nbformat
 
+from graders.course.build import alembic_head_in_process
 from graders.course.contract import course_root, load_chapters
 from graders.course.status import chapter_status, render
 from graders.variants import variant_for
@@ -70,25 +70,6 @@ def _step(what: str, outcome: dict) -> None:
         raise RuntimeError(f"nbgrader {what} failed:\n{tail}")
 
 
-@contextlib.contextmanager
-def alembic_head_in_process():
-    """nbgrader stamps a new gradebook with its migrations' head, which it asks a new `alembic heads`
-    interpreter for (nbgrader.api.get_alembic_version); the same head, read here by alembic's API."""
-    import nbgrader.api
-    from alembic.config import Config as AlembicConfig
-    from alembic.script import ScriptDirectory
-    from nbgrader.dbutil import _temp_alembic_ini
-
-    def head() -> str:
-        with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
-            return ScriptDirectory.from_config(AlembicConfig(ini)).get_current_head()
-    asked, nbgrader.api.get_alembic_version = nbgrader.api.get_alembic_version, head
-    try:
-        yield
-    finally:
-        nbgrader.api.get_alembic_version = asked
-
-
 def instructor(course: Path):
     """nbgrader's own API (as formgrader drives it) on the course's nbgrader_config.py."""
     from nbgrader.apps import NbGraderAPI
@@ -124,20 +105,10 @@ def cached_status(root: Path) -> list[str]:
     """`chapter status` for each chapter whose every item has a current verdict in .chapter/;
     for the others, one line saying how to get it (on a fresh copy the gate has not yet run,
     and the demo does not run it)."""
-    import json
-
-    from graders.course.gate import CACHE, ItemReport, fingerprint
-    try:
-        cached = json.loads((root / CACHE).read_text())
-    except (OSError, ValueError):
-        cached = {}
+    from graders.course.gate import current_verdicts
     shown = []
     for chapter in load_chapters(root):
-        reports = {}
-        for notebook in chapter.notebooks:
-            item, entry = notebook.split("/")[-1], cached.get(notebook.split("/")[-1])
-            if entry and entry.get("fingerprint") == fingerprint(root, notebook):
-                reports[item] = ItemReport(**entry)
+        reports = current_verdicts(root, chapter.notebooks)
         if len(reports) == len(chapter.notebooks):
             shown.append(render(chapter_status(root, chapter, reports), root))
         else:

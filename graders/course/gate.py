@@ -185,14 +185,8 @@ def verdicts(root: Path, notebooks: list[str], refresh: bool = False) -> dict[st
     """Cached verdicts where nothing they depend on changed; fresh runs for the rest."""
     cache_path = root / CACHE
     cached = {} if refresh else _read_cache(cache_path)
-    reports, stale = {}, []
-    for notebook in notebooks:
-        item = notebook.split("/")[-1]
-        entry = cached.get(item)
-        if entry and entry.get("fingerprint") == fingerprint(root, notebook):
-            reports[item] = ItemReport(**entry)
-        else:
-            stale.append(notebook)
+    reports = current_verdicts(root, notebooks, cached)
+    stale = [notebook for notebook in notebooks if notebook.split("/")[-1] not in reports]
     if stale:
         fresh = evaluate(root, stale)
         reports.update(fresh)
@@ -209,12 +203,17 @@ def _read_cache(cache_path: Path) -> dict:
         return {}
 
 
-def cached_verdict(root: Path, notebook: str) -> ItemReport | None:
-    """The cached verdict of `notebook`, if nothing it depends on changed since."""
-    entry = _read_cache(root / CACHE).get(notebook.split("/")[-1])
-    if entry and entry.get("fingerprint") == fingerprint(root, notebook):
-        return ItemReport(**entry)
-    return None
+def current_verdicts(root: Path, notebooks: list[str], cached: dict | None = None) -> dict[str, ItemReport]:
+    """The cached verdicts (by item id) of those `notebooks` that nothing they depend on changed
+    since; `cached` is the cache's contents when the caller has read them already."""
+    cached = _read_cache(root / CACHE) if cached is None else cached
+    reports = {}
+    for notebook in notebooks:
+        item = notebook.split("/")[-1]
+        entry = cached.get(item)
+        if entry and entry.get("fingerprint") == fingerprint(root, notebook):
+            reports[item] = ItemReport(**entry)
+    return reports
 
 
 BUILD_CACHE = Path(".chapter") / "build-check.json"
@@ -260,7 +259,7 @@ def gate(root: Path, chapter: Chapter, only: list[str] | None = None,
          refresh: bool = False) -> tuple[list[str], dict[str, ItemReport]]:
     """Every reason the chapter (or the `only` items) falls short, and the item verdicts."""
     notebooks = [nb for nb in chapter.notebooks if not only or nb.split("/")[-1] in only]
-    if refresh or any(cached_verdict(root, nb) is None for nb in notebooks):
+    if refresh or len(current_verdicts(root, notebooks)) < len(notebooks):
         warm_engine()   # its zygote starts while the drift is checked
     reasons = build_reasons(root, refresh=refresh, only=only)
     if only:
