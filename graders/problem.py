@@ -77,6 +77,30 @@ class Problem:
         return {}
 
     # --- shared ---------------------------------------------------------------
+    MEMO_ENTRIES = 16    # variants remembered per problem (an item has four)
+
+    def _memo(self, kind: tuple, params: dict, compute):
+        """`compute(params)`, remembered per parameter set: references and declared mistakes
+        depend on the (trusted) variant only, and some train a model. What is remembered
+        before a fork (the engine's workers, the bounded grading child) the child reuses."""
+        memo = self.__dict__.setdefault("_memos", {}).setdefault(kind, {})
+        key = json.dumps(params, sort_keys=True, default=repr)
+        if key not in memo:
+            if len(memo) >= self.MEMO_ENTRIES:
+                memo.pop(next(iter(memo)))
+            memo[key] = compute(params)
+        return memo[key]
+
+    def reference(self, params: dict) -> dict:
+        """`solve(params)`, computed once per variant (a new dict each call: the values are shared)."""
+        solve = self.solve   # keyed by the function too: a test may replace it
+        return dict(self._memo(("solve", getattr(solve, "__func__", solve)), params, solve))
+
+    def mistaken(self, params: dict) -> list[tuple[Mistake, dict]]:
+        """Each declared mistake with the answers it gives for `params`, computed once per variant."""
+        return [(m, dict(wrong)) for m, wrong in
+                self._memo(("mistakes", self.mistakes), params, lambda q: [(m, m.wrong(q)) for m in self.mistakes])]
+
     def points(self, keys=None) -> float:
         return float(sum(self.checks[k].points for k in (keys or self.checks)))
 
@@ -88,7 +112,7 @@ class Problem:
         keys = list(keys or self.checks)
         if not isinstance(answers, dict):
             answers = {}
-        reference = self.solve(params)
+        reference = self.reference(params)
         result = Result(max_score=self.points(keys))
         wrong_answers = None
         for key in keys:
@@ -103,7 +127,7 @@ class Problem:
             hint = None
             if outcome.status == FAIL:
                 if wrong_answers is None:
-                    wrong_answers = [(m, m.wrong(params)) for m in self.mistakes]
+                    wrong_answers = self.mistaken(params)
                 matched = self._diagnose(key, check, answers[key], wrong_answers)
                 if matched is not None:
                     hint = matched.feedback

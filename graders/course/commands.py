@@ -6,17 +6,18 @@ import json
 import sys
 
 from graders.course import contract
-from graders.course.build import build
-from graders.course.gate import gate
-from graders.course.status import chapter_status, render, shortfalls
+
+# The commands import the tooling they use when they run, so that `chapter check` can start
+# the engine's zygote before anything heavy is imported.
 
 
 def existing(root, chapter, reports) -> set[str]:
-    """Items that have been started: a notebook in source/ or a registered problem."""
+    """Those of the reported items that have been started: a notebook in source/ or a
+    registered problem."""
     from graders import problems
-    started = set(problems.ids())
-    started |= {nb.split("/")[-1] for nb in chapter.notebooks if (root / "source" / f"{nb}.ipynb").exists()}
-    return started
+    return {item for item in reports
+            if problems.known(item) or any(nb.split("/")[-1] == item and (root / "source" / f"{nb}.ipynb").exists()
+                                           for nb in chapter.notebooks)}
 
 
 def chosen_chapters(root, wanted):
@@ -28,6 +29,7 @@ def chosen_chapters(root, wanted):
 
 
 def cmd_status(args) -> int:
+    from graders.course.status import chapter_status, render
     root = contract.course_root(args.course)
     chapters = chosen_chapters(root, args.chapter)
     if not chapters:
@@ -41,6 +43,8 @@ def cmd_status(args) -> int:
 
 
 def run_gate(root, chapter, only=None, refresh=False, verbose=False) -> int:
+    from graders.course.gate import gate
+    from graders.course.status import chapter_status, shortfalls
     reasons, reports = gate(root, chapter, only=only, refresh=refresh)
     started = existing(root, chapter, reports)
     failures = [r for r in reasons if r.split(":")[0] not in reports or r.split(":")[0] in started]
@@ -76,15 +80,22 @@ def cmd_gate(args) -> int:
 
 
 def cmd_check(args) -> int:
+    from graders.engine.warm import preload_for, start_zygote
     root = contract.course_root(args.course)
     for chapter in contract.load_chapters(root):
-        if any(nb.endswith("/" + args.item) for nb in chapter.notebooks):
+        notebooks = [nb for nb in chapter.notebooks if nb.endswith("/" + args.item)]
+        if notebooks:
+            # a check always grades: the zygote imports what the item's notebooks use while
+            # this process imports the rest
+            start_zygote(preload=preload_for([root / folder / f"{nb}.ipynb" for nb in notebooks
+                                              for folder in ("solutions", "release")]))
             return run_gate(root, chapter, only=[args.item], refresh=True, verbose=True)
     print(f"{args.item} is not listed in chapters.toml", file=sys.stderr)
     return 2
 
 
 def cmd_publish(args) -> int:
+    from graders.course.build import build
     root = contract.course_root(args.course)
     chapter = contract.find_chapter(args.chapter, root)
     build(root, write=True)
@@ -113,6 +124,7 @@ def cmd_site(args) -> int:
 
 
 def cmd_build(args) -> int:
+    from graders.course.build import build
     root = contract.course_root(args.course)
     reasons = build(root, write=not args.check)
     for reason in reasons:

@@ -107,13 +107,10 @@ def mistake_reasons(problem) -> list[str]:
     reasons = []
     if len(problem.mistakes) < 3:
         reasons.append(f"{problem.id}: declares {len(problem.mistakes)} common mistakes; at least 3 are owed")
-    rights = {}   # each variant's reference, solved once for all the mistakes
-    for mistake in problem.mistakes:
+    for index, mistake in enumerate(problem.mistakes):
         shown = False
         for label, params in problem.variants.items():
-            if label not in rights:
-                rights[label] = problem.solve(params)
-            right, wrong = rights[label], mistake.wrong(params)
+            right, wrong = problem.reference(params), problem.mistaken(params)[index][1]
             answers = {**right, **wrong}
             changed = [k for k in wrong if not problem.checks[k].judge(right[k], answers[k]).passed]
             if not changed:
@@ -131,8 +128,14 @@ def mistake_reasons(problem) -> list[str]:
 
 
 # --- running solutions and blanks -------------------------------------------------------
-def evaluate(root: Path, notebooks: list[str]) -> dict[str, ItemReport]:
-    """Verdicts for `notebooks` ("assignment/id"), from real grading runs."""
+def mistakes_of(ids: list[str]) -> dict[str, list[str]]:
+    """`mistake_reasons` of each item (run in the gate's helper process)."""
+    return {item: mistake_reasons(problems.get(item)) for item in ids}
+
+
+def evaluate(root: Path, notebooks: list[str], helper=None) -> dict[str, ItemReport]:
+    """Verdicts for `notebooks` ("assignment/id"), from real grading runs; the declared mistakes
+    are checked by `helper` (an executor) while the engine grades, when one is given."""
     reports: dict[str, ItemReport] = {}
     by_assignment: dict[str, list[str]] = {}
     for notebook in notebooks:
@@ -151,8 +154,12 @@ def evaluate(root: Path, notebooks: list[str]) -> dict[str, ItemReport]:
         if len(problem.variants) != 4:
             report.reasons.append(f"{item}: has {len(problem.variants)} variants; 4 are owed")
         report.reasons += notebook_reasons(root, notebook, problem)
-        report.reasons += mistake_reasons(problem)
         by_assignment.setdefault(assignment, []).append(item)
+    checked = [item for items in by_assignment.values() for item in items]
+    mistakes = helper.submit(mistakes_of, checked) if helper is not None else None
+    if mistakes is None:
+        for item in checked:
+            reports[item].reasons += mistake_reasons(problems.get(item))
 
     for assignment, items in by_assignment.items():
         submissions = {}
@@ -177,18 +184,21 @@ def evaluate(root: Path, notebooks: list[str]) -> dict[str, ItemReport]:
             reports[item].blank_zero = got.score == 0
             if got.score != 0:
                 reports[item].reasons.append(f"{item}: the blank release scores {got.score:g}, not 0")
+    if mistakes is not None:
+        for item, reasons in mistakes.result().items():
+            reports[item].reasons += reasons
     return reports
 
 
 # --- cache ---------------------------------------------------------------------------------
-def verdicts(root: Path, notebooks: list[str], refresh: bool = False) -> dict[str, ItemReport]:
+def verdicts(root: Path, notebooks: list[str], refresh: bool = False, helper=None) -> dict[str, ItemReport]:
     """Cached verdicts where nothing they depend on changed; fresh runs for the rest."""
     cache_path = root / CACHE
     cached = {} if refresh else _read_cache(cache_path)
     reports = current_verdicts(root, notebooks, cached)
     stale = [notebook for notebook in notebooks if notebook.split("/")[-1] not in reports]
     if stale:
-        fresh = evaluate(root, stale)
+        fresh = evaluate(root, stale, helper)
         reports.update(fresh)
         cached.update({item: asdict(report) for item, report in fresh.items()})
         cache_path.parent.mkdir(exist_ok=True)
@@ -255,16 +265,36 @@ def build_reasons(root: Path, refresh: bool = False, only: list[str] | None = No
     return reasons
 
 
+def drift_reasons(root: Path, refresh: bool, only: list[str] | None) -> list[str]:
+    """`build_reasons` (run in the gate's helper process)."""
+    return build_reasons(root, refresh=refresh, only=only)
+
+
 def gate(root: Path, chapter: Chapter, only: list[str] | None = None,
          refresh: bool = False) -> tuple[list[str], dict[str, ItemReport]]:
-    """Every reason the chapter (or the `only` items) falls short, and the item verdicts."""
+    """Every reason the chapter (or the `only` items) falls short, and the item verdicts.
+
+    When items must be graded afresh, a helper process checks the drift and the declared
+    mistakes (trusted, single-threaded work) while the engine grades on the other cores."""
     notebooks = [nb for nb in chapter.notebooks if not only or nb.split("/")[-1] in only]
-    if refresh or len(current_verdicts(root, notebooks)) < len(notebooks):
-        warm_engine()   # its zygote starts while the drift is checked
-    reasons = build_reasons(root, refresh=refresh, only=only)
+    if not refresh and len(current_verdicts(root, notebooks)) == len(notebooks):
+        reasons = build_reasons(root, only=only)
+        reports = verdicts(root, notebooks)
+    else:
+        with helper_process() as helper:   # forked before the zygote's thread starts
+            drift = helper.submit(drift_reasons, root, refresh, only)
+            warm_engine()
+            reports = verdicts(root, notebooks, refresh=refresh, helper=helper)
+            reasons = drift.result()
     if only:
         reasons = [r for r in reasons if any(f"/{i}." in r for i in only)]
-    reports = verdicts(root, notebooks, refresh=refresh)
     for notebook in notebooks:
         reasons += reports[notebook.split("/")[-1]].reasons
     return reasons, reports
+
+
+def helper_process():
+    """An executor of one process, forked from this one (it has the libraries imported already)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))

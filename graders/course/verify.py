@@ -14,9 +14,7 @@ gradebook afterwards.
 """
 from __future__ import annotations
 
-import contextlib
 import shutil
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,33 +56,20 @@ def autograde_nbgrader(root: Path, scratch: Path, assignment: str,
     return read_scores(course, assignment, submissions)
 
 
-_WARMING: dict[str, threading.Thread] = {}
-
-
 def warm_engine() -> None:
-    """Start the engine's zygote now, in the background, so that it imports its libraries while
-    this process does other work (the gate checks drift and imports the problems meanwhile);
-    `autograde_sandboxed` waits for it. A zygote that fails to start here is started again
-    there, where its failure is reported."""
-    from graders.engine.autograde import shared_zygote
-
-    def start():
-        with contextlib.suppress(Exception):
-            shared_zygote()
-    if "zygote" not in _WARMING:
-        _WARMING["zygote"] = threading.Thread(target=start, name="warm-engine", daemon=True)
-        _WARMING["zygote"].start()
+    """Start the engine's zygote now, without waiting for it, so that it imports its libraries
+    while this process does other work (the gate checks drift and imports the problems
+    meanwhile); `autograde_sandboxed` waits for it, and reports it if it failed to start."""
+    from graders.engine.warm import start_zygote
+    start_zygote()
 
 
 def autograde_sandboxed(root: Path, scratch: Path, assignment: str,
                         submissions: dict[str, dict[str, Path]]) -> dict[str, dict[str, NotebookScore]]:
     """Grade `{student: {notebook_id: path}}` for one assignment with `chapter autograde`."""
     from graders.engine.autograde import autograde as engine
-    from graders.engine.autograde import shared_zygote
+    from graders.engine.warm import shared_zygote
     course = prepare(root, scratch, assignment, submissions)
-    warming = _WARMING.pop("zygote", None)
-    if warming is not None:
-        warming.join()
     engine(course, assignment, progress=False, out=None, zygote=shared_zygote())
     return read_scores(course, assignment, submissions)
 

@@ -68,9 +68,11 @@ def _grade_task(request):
     course = _WORKER["course"]
     warm_references(course, student)
     try:
-        return "ok", grade_submission(course, student, socket_path, _WORKER["limits"], key)
+        result = grade_submission(course, student, socket_path, _WORKER["limits"], key)
     except SandboxUnavailable as exc:
         return "infra", str(exc)
+    warm_references(course, student, after=result)
+    return "ok", result
 
 
 def default_workers() -> int:
@@ -78,19 +80,6 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
-
-
-_SHARED = {}
-
-
-def shared_zygote(isolate: bool = True) -> Zygote:
-    """One warm zygote per grading process (the gate grades several assignments in a row)."""
-    zygote = _SHARED.get(isolate)
-    if zygote is None or not zygote.alive():
-        zygote = _SHARED[isolate] = Zygote(isolate=isolate).start().wait_ready()
-        import atexit
-        atexit.register(zygote.close)
-    return zygote
 
 
 def autograde(root, assignment: str, **options) -> Report:
@@ -165,7 +154,8 @@ def _autograde(root, assignment: str, workers: int | None = None, limits: Limits
         if own_zygote:
             zygote = Zygote(isolate=isolate, secrets=[root], allow_degraded=allow_degraded).start()
         from graders import problems
-        problems.ids()   # import every problem while the zygote warms up: the workers inherit them
+        for name in course.notebooks:   # import the assignment's problems while the zygote warms up:
+            problems.known(name)        # the workers inherit them
         try:
             report.isolation = zygote.isolation
             report.warnings += isolation_warnings(zygote)

@@ -63,15 +63,24 @@ def task_seconds(course: Course, limits: Limits) -> float:
     return len(course.notebooks) * (wall + 30.0) + cells * GRADE_SECONDS + 60.0
 
 
-def warm_references(course: Course, student: str) -> None:
-    """Compute this student's references and declared mistakes here, in a long-lived process.
+def warm_references(course: Course, student: str, after: "SubmissionResult | None" = None) -> None:
+    """Compute this student's references here, in a long-lived process; `after` a grade, the
+    declared mistakes of the items where a check failed.
 
-    They depend on the variant only (trusted inputs), and grading each cell runs in a
-    fresh bounded child: what is cached here (the practice items' reference runs) the
-    children inherit instead of recomputing.
+    Both depend on the variant only (trusted inputs), and grading each cell runs in a fresh
+    bounded child: what is remembered here (some references and mistakes train a model) the
+    children inherit instead of recomputing. Mistakes are only needed to name a failed
+    check, so they are computed once the first failure in a variant shows that they are.
     """
+    from graders.feedback import FAIL
     from graders.variants import variant_for
+    failed = None
+    if after is not None:
+        failed = {nb.name for nb in after.notebooks
+                  if any(v.get("status") == FAIL for cell in nb.checks.values() for v in cell.values())}
     for name in course.notebooks:
+        if failed is not None and name not in failed:
+            continue
         problem = _problem(name)
         if problem is None:
             continue
@@ -79,9 +88,10 @@ def warm_references(course: Course, student: str) -> None:
         if params is None:
             continue
         with contextlib.suppress(Exception):   # a failure here shows again, bounded, when grading
-            problem.solve(params)
-            for mistake in problem.mistakes:
-                mistake.wrong(params)
+            if failed is None:
+                problem.reference(params)
+            else:
+                problem.mistaken(params)
 
 
 def grade_submission_bounded(course: Course, student: str, socket_path: str, limits: Limits,
@@ -111,6 +121,8 @@ def grade_submission_bounded(course: Course, student: str, socket_path: str, lim
     if "infra" in out:   # not the student's fault: the task fails, and Dask retries it elsewhere
         raise SandboxUnavailable(out["infra"])
     symbolic.remember(out.pop("decided", ()))
+    with contextlib.suppress(Exception):
+        warm_references(course, student, after=SubmissionResult.from_json(out["result"]))
     return out
 
 

@@ -523,7 +523,9 @@ def _serve_task(request):
     late.init_plugin()
     with recording(_SERVE["root"]), Gradebook(course.db_url, course.course_id) as gb:
         record_io.accept(gb, course, journal, late.plugin_inst, summary.Report(assignment), result)
-    return "ok", (result, release_feedback(_SERVE["config"], _SERVE["root"], assignment, student))
+    released = release_feedback(_SERVE["config"], _SERVE["root"], assignment, student)
+    grading.warm_references(course, student, after=result)   # once the student has the feedback
+    return "ok", (result, released)
 
 
 @contextlib.contextmanager

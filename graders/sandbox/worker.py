@@ -298,7 +298,8 @@ def preload(config):
 
 
 def warm_up():
-    """Touch the lazily imported parts every notebook uses, so children need not."""
+    """Touch the lazily imported parts every notebook uses, so children need not (for the
+    libraries preloaded: a zygote started for notebooks that never import torch skips it)."""
     SHELL.logger  # noqa: B018 - a lazy import inside IPython's run_cell
     for source in ("1/0", "def f(:"):
         try:
@@ -307,7 +308,7 @@ def warm_up():
             SHELL.InteractiveTB.structured_traceback(*sys.exc_info())
             SHELL.SyntaxTB.structured_traceback(*sys.exc_info())
     try:
-        import sympy
+        sympy = sys.modules["sympy"]
         n, p = sympy.symbols("N P", positive=True)
         expr = 4 * n + 12 * n / p
         ENCODE(expr)
@@ -317,8 +318,7 @@ def warm_up():
     except Exception:  # noqa: BLE001
         pass
     try:
-        import numpy
-        import torch
+        numpy, torch = sys.modules["numpy"], sys.modules["torch"]
         ENCODE(numpy.arange(3) * 2.0)
         ENCODE(torch.ones(2) * 2)
         state = torch.random.get_rng_state()
@@ -327,7 +327,7 @@ def warm_up():
     except Exception:  # noqa: BLE001
         pass
     try:
-        import matplotlib.pyplot as plt
+        plt = sys.modules["matplotlib.pyplot"]
         namespace = {}
         exec(WARM_UP_PLOT, namespace)
         SHELL.display_formatter.format(namespace["fig"])   # render once through the inline backend

@@ -95,10 +95,10 @@ def sandbox_binds() -> list[str]:
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         paths.append(sysconfig.get_paths()[key])
     keep = []
-    for path in paths:
-        path = os.path.abspath(path)
-        if os.path.lexists(path) and path not in keep:
-            keep.append(path)
+    for path in paths:   # a symlinked installation is seen at both its names: modules and caches use either
+        for name in (os.path.abspath(path), os.path.realpath(path)):
+            if os.path.lexists(name) and name not in keep:
+                keep.append(name)
     # Binding a parent makes its children visible anyway: keep only the outermost.
     return [p for p in keep if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in keep)]
 
