@@ -277,11 +277,11 @@ def gate(root: Path, chapter: Chapter, only: list[str] | None = None,
     When items must be graded afresh, a helper process checks the drift and the declared
     mistakes (trusted, single-threaded work) while the engine grades on the other cores."""
     notebooks = [nb for nb in chapter.notebooks if not only or nb.split("/")[-1] in only]
-    if not refresh and len(current_verdicts(root, notebooks)) == len(notebooks):
-        reasons = build_reasons(root, only=only)
-        reports = verdicts(root, notebooks)
+    current = {} if refresh else current_verdicts(root, notebooks)
+    if not refresh and len(current) == len(notebooks):
+        reasons, reports = build_reasons(root, only=only), current
     else:
-        with helper_process() as helper:   # forked before the zygote's thread starts
+        with helper_process() as helper:   # forked at its first task, with what this process has imported
             drift = helper.submit(drift_reasons, root, refresh, only)
             warm_engine()
             reports = verdicts(root, notebooks, refresh=refresh, helper=helper)
