@@ -17,6 +17,7 @@ inside the course and contents only, so a copy of the course keeps its cache.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import tempfile
@@ -133,9 +134,20 @@ def mistakes_of(ids: list[str]) -> dict[str, list[str]]:
     return {item: mistake_reasons(problems.get(item)) for item in ids}
 
 
+def references_of(ids: list[str]) -> None:
+    """Every variant's reference of each item, remembered in this process (`Problem.reference`),
+    so that the processes forked from it afterwards (the mistakes' helper, the engine's workers)
+    share them instead of each computing its own. A failure shows again where it is graded."""
+    for item in ids:
+        problem = problems.get(item)
+        for params in problem.variants.values():
+            with contextlib.suppress(Exception):
+                problem.reference(params)
+
+
 def evaluate(root: Path, notebooks: list[str], helper=None) -> dict[str, ItemReport]:
-    """Verdicts for `notebooks` ("assignment/id"), from real grading runs; the declared mistakes
-    are checked by `helper` (an executor) while the engine grades, when one is given."""
+    """Verdicts for `notebooks` ("assignment/id"), from real grading runs; when `helper` (an
+    executor factory) is given, the declared mistakes are checked in it while the engine grades."""
     reports: dict[str, ItemReport] = {}
     by_assignment: dict[str, list[str]] = {}
     for notebook in notebooks:
@@ -156,10 +168,23 @@ def evaluate(root: Path, notebooks: list[str], helper=None) -> dict[str, ItemRep
         report.reasons += notebook_reasons(root, notebook, problem)
         by_assignment.setdefault(assignment, []).append(item)
     checked = [item for items in by_assignment.values() for item in items]
-    mistakes = helper.submit(mistakes_of, checked) if helper is not None else None
-    if mistakes is None:
-        for item in checked:
-            reports[item].reasons += mistake_reasons(problems.get(item))
+    references_of(checked)
+    with contextlib.ExitStack() as stack:
+        mistakes = None
+        if helper is not None:   # forked now: it has the references
+            mistakes = stack.enter_context(helper()).submit(mistakes_of, checked)
+        else:
+            for item in checked:
+                reports[item].reasons += mistake_reasons(problems.get(item))
+        grade_all(root, by_assignment, reports)
+        if mistakes is not None:
+            for item, reasons in mistakes.result().items():
+                reports[item].reasons += reasons
+    return reports
+
+
+def grade_all(root: Path, by_assignment: dict[str, list[str]], reports: dict[str, ItemReport]) -> None:
+    """Each item's solution in every variant, and its blank release, through the engine."""
 
     for assignment, items in by_assignment.items():
         submissions = {}
@@ -184,10 +209,6 @@ def evaluate(root: Path, notebooks: list[str], helper=None) -> dict[str, ItemRep
             reports[item].blank_zero = got.score == 0
             if got.score != 0:
                 reports[item].reasons.append(f"{item}: the blank release scores {got.score:g}, not 0")
-    if mistakes is not None:
-        for item, reasons in mistakes.result().items():
-            reports[item].reasons += reasons
-    return reports
 
 
 # --- cache ---------------------------------------------------------------------------------
@@ -274,8 +295,9 @@ def gate(root: Path, chapter: Chapter, only: list[str] | None = None,
          refresh: bool = False) -> tuple[list[str], dict[str, ItemReport]]:
     """Every reason the chapter (or the `only` items) falls short, and the item verdicts.
 
-    When items must be graded afresh, a helper process checks the drift and the declared
-    mistakes (trusted, single-threaded work) while the engine grades on the other cores."""
+    When items must be graded afresh, helper processes check the drift and the declared
+    mistakes (trusted, single-threaded work) while the engine grades on the other cores; the
+    references are computed once, here, before the mistakes' helper and the engine's workers fork."""
     notebooks = [nb for nb in chapter.notebooks if not only or nb.split("/")[-1] in only]
     current = {} if refresh else current_verdicts(root, notebooks)
     if not refresh and len(current) == len(notebooks):
@@ -284,7 +306,8 @@ def gate(root: Path, chapter: Chapter, only: list[str] | None = None,
         with helper_process() as helper:   # forked at its first task, with what this process has imported
             drift = helper.submit(drift_reasons, root, refresh, only)
             warm_engine()
-            reports = verdicts(root, notebooks, refresh=refresh, helper=helper)
+            # the mistakes get a helper of their own, forked once the references are computed
+            reports = verdicts(root, notebooks, refresh=refresh, helper=helper_process)
             reasons = drift.result()
     if only:
         reasons = [r for r in reasons if any(f"/{i}." in r for i in only)]

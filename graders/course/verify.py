@@ -70,7 +70,8 @@ def autograde_sandboxed(root: Path, scratch: Path, assignment: str,
     from graders.engine.autograde import autograde as engine
     from graders.engine.warm import shared_zygote
     course = prepare(root, scratch, assignment, submissions)
-    engine(course, assignment, progress=False, out=None, zygote=shared_zygote())
+    # only the grades are read back: figures are built but not rasterized (see graders.engine.autograde)
+    engine(course, assignment, progress=False, out=None, zygote=shared_zygote(), grades_only=True)
     return read_scores(course, assignment, submissions)
 
 

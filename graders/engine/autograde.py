@@ -30,12 +30,17 @@ here, journal and gradebook included, is the same, and runs in this process.
 The gradebook may be PostgreSQL: `record` then holds a per-student advisory
 lock, so several graders can write one gradebook at once.
 
+With `grades_only` (the gate's runs, whose only use is their grades), figures are built
+but not rasterized to PNG and no declared mistakes are kept for later students; every
+grade is what it would be otherwise.
+
 Every submission is journaled under `.chapter/autograde/<assignment>/`, keyed
 by a hash of the submission, the instructor's notebooks and the grader, so a
 re-run changes nothing and a run killed halfway resumes where it stopped.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
@@ -107,11 +112,13 @@ def autograde(root, assignment: str, **options) -> Report:
 def _autograde(root, assignment: str, workers: int | None = None, limits: Limits | None = None,
                force: bool = False, progress: bool = True, isolate: bool = True, zygote: Zygote | None = None,
                students: list | None = None, out="stdout", scheduler: str | None = None,
-               allow_degraded: bool = False) -> Report:
+               allow_degraded: bool = False, grades_only: bool = False) -> Report:
     started = time.monotonic()
     root = Path(root).resolve()
     config = load_config(root)
     course = load_course(root, assignment, config)
+    if grades_only:
+        course = dataclasses.replace(course, grades_only=True)
     limits = limits or limits_from(config)
     workers = workers or default_workers()
     report = Report(assignment, workers=workers)

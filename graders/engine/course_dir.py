@@ -58,6 +58,7 @@ class Course:
     exclude_overwriting: list
     excluded_students: list
     instant: bool = False         # feedback for `chapter serve`: no direction, length or value
+    grades_only: bool = False     # the gate's runs: figures drawn, not rasterized; no mistakes kept for later
 
     def submission_dir(self, student: str) -> Path:
         return Path(self.submitted.format(student=student))

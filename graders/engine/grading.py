@@ -70,16 +70,21 @@ def warm_references(course: Course, student: str, after: "SubmissionResult | Non
     Both depend on the variant only (trusted inputs), and grading each cell runs in a fresh
     bounded child: what is remembered here (some references and mistakes train a model) the
     children inherit instead of recomputing. Mistakes are only needed to name a failed
-    check, so they are computed once the first failure in a variant shows that they are.
+    check, so they are computed once the first failure in a variant shows that they are
+    (and not at all in a run whose only use is its grades).
     """
     from graders.feedback import FAIL
     from graders.variants import variant_for
+    if after is not None and getattr(course, "grades_only", False):   # no later student will need them
+        return
     failed = None
     if after is not None:
         failed = {nb.name for nb in after.notebooks
                   if any(v.get("status") == FAIL for cell in nb.checks.values() for v in cell.values())}
     for name in course.notebooks:
         if failed is not None and name not in failed:
+            continue
+        if not (course.submission_dir(student) / f"{name}.ipynb").exists():   # not submitted: not graded against a reference
             continue
         problem = _problem(name)
         if problem is None:
@@ -245,6 +250,8 @@ def build_job(course, instructor, nb, student):
         cells.append(entry)
     job = {"cells": cells, "env": {"JUPYTERHUB_USER": student},
            "files": extra_files(course, student)}
+    if getattr(course, "grades_only", False):   # no figure decides a grade: build each one, but skip its PNG
+        job["figures"] = "drawn"
     meta = {"problem": problem, "params": params, "variant": variant, "tests": info}
     return job, meta
 

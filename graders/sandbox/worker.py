@@ -1232,6 +1232,8 @@ def run_cells(job, limits, emit):
     sys.stdout, sys.stderr = stdout, stderr
     sys.stdin = open(os.devnull)
     shell = SHELL
+    if job.get("figures") == "drawn":
+        figures_drawn_only(shell)
     seconds = float(limits["cell_seconds"])
     for cell in job["cells"]:
         CURRENT = Capture(int(limits["cell_output_bytes"]))
@@ -1261,6 +1263,19 @@ def run_cells(job, limits, emit):
         message["outputs"] = CURRENT.outputs
         message["truncated"] = CURRENT.truncated
         emit(message)
+
+
+def figures_drawn_only(shell):
+    """Build every figure, but display it as text instead of rasterizing it to PNG (a run whose
+    only use is its grades: the gate's). Nothing a cell computes changes; only the image is left out."""
+    try:
+        from matplotlib.figure import Figure
+    except Exception:  # noqa: BLE001 - no matplotlib: no figures to leave out
+        return
+    for mime in ("image/png", "image/jpeg", "image/svg+xml", "application/pdf"):
+        formatter = shell.display_formatter.formatters.get(mime)
+        if formatter is not None:
+            formatter.pop(Figure, None)
 
 
 def snapshot(cell, shell, seconds):

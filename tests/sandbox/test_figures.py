@@ -1,0 +1,31 @@
+"""A run for its grades only builds every figure but leaves out its image; nothing else changes."""
+import pytest
+
+from graders.sandbox.zygote import Limits, Zygote, namespaces_permitted
+
+FIGURE = ("import matplotlib.pyplot as plt\n"
+          "fig, ax = plt.subplots()\n"
+          "ax.plot([1, 2, 3], [1, 4, 9]); ax.set_yscale('log'); ax.set_title('$x^2$')\n"
+          "plt.show()\n"
+          "lines = len(fig.axes[0].lines)\n"
+          "bottom = round(float(fig.axes[0].get_ylim()[0]), 6)\n")
+JOB = {"cells": [{"index": 0, "source": FIGURE},
+                 {"index": 1, "source": "pass", "test": "t", "keys": ["lines", "bottom"]}], "env": {}}
+LIMITS = Limits(cell_seconds=30, notebook_seconds=60)
+
+
+def mimes(run):
+    return [set(o.get("data", {})) for o in run.cells[0]["outputs"] if o.get("output_type") == "display_data"]
+
+
+@pytest.mark.skipif(not namespaces_permitted(), reason="needs namespaces")
+def test_figures_drawn_only_leave_out_the_image_and_nothing_else():
+    with Zygote(preload=("matplotlib.pyplot",)) as zygote:
+        rendered = zygote.run(JOB, LIMITS)
+        drawn = zygote.run({**JOB, "figures": "drawn"}, LIMITS)
+    assert not rendered.cells[0]["raised"] and not drawn.cells[0]["raised"]
+    assert any("image/png" in m for m in mimes(rendered))
+    assert mimes(drawn) and not any("image/png" in m for m in mimes(drawn))
+    assert all("text/plain" in m for m in mimes(drawn))          # the figure is still displayed, as text
+    assert drawn.cells[1]["answers"] == rendered.cells[1]["answers"]
+    assert drawn.cells[1]["answers"]["lines"] == 1
