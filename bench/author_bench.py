@@ -64,6 +64,7 @@ PHASES = {  # module attribute -> the phase it is counted in
     ("graders.course.gate", "build_reasons"): "drift check (release/, solutions/ vs nbgrader)",
     ("graders.problems", "_registry"): "importing the problems",
     ("graders.course.gate", "mistake_reasons"): "declared mistakes (trusted)",
+    ("graders.course.gate", "references_of"): "references, once, before the helpers fork (trusted)",
     ("graders.course.verify", "prepare"): "scratch course for grading",
     ("graders.engine.warm", "shared_zygote"): "waiting for the engine's zygote",
     ("graders.engine.autograde", "autograde"): "engine: grading the submissions",
