@@ -169,23 +169,21 @@ def evaluate(root: Path, notebooks: list[str], helper=None) -> dict[str, ItemRep
         by_assignment.setdefault(assignment, []).append(item)
     checked = [item for items in by_assignment.values() for item in items]
     references_of(checked)
-    with contextlib.ExitStack() as stack:
-        mistakes = None
-        if helper is not None:   # forked now: it has the references
-            mistakes = stack.enter_context(helper()).submit(mistakes_of, checked)
-        else:
-            for item in checked:
-                reports[item].reasons += mistake_reasons(problems.get(item))
+    if helper is None:
+        for item in checked:
+            reports[item].reasons += mistake_reasons(problems.get(item))
         grade_all(root, by_assignment, reports)
-        if mistakes is not None:
-            for item, reasons in mistakes.result().items():
-                reports[item].reasons += reasons
+        return reports
+    with helper() as mistakes_helper:   # forked now: it has the references
+        mistakes = mistakes_helper.submit(mistakes_of, checked)
+        grade_all(root, by_assignment, reports)
+        for item, reasons in mistakes.result().items():
+            reports[item].reasons += reasons
     return reports
 
 
 def grade_all(root: Path, by_assignment: dict[str, list[str]], reports: dict[str, ItemReport]) -> None:
     """Each item's solution in every variant, and its blank release, through the engine."""
-
     for assignment, items in by_assignment.items():
         submissions = {}
         for label in variants.LABELS:

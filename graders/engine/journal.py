@@ -35,9 +35,10 @@ def fingerprint(course: Course, limits: Limits) -> str:
         "solutions": [vars(c) for c in nb.solution_cells], "tasks": [vars(c) for c in nb.task_cells],
         "kernelspec": nb.kernelspec} for name, nb in course.notebooks.items()}
     digest.update(json.dumps(snapshot, sort_keys=True, default=str).encode())
-    course_settings = {k: getattr(course, k, None) for k in (
+    course_settings = {k: getattr(course, k) for k in (
         "course_id", "ignore", "permissions", "begin_hidden", "end_hidden", "max_lines", "max_traceback",
-        "exclude_overwriting", "excluded_students", "grades_only")}
+        "exclude_overwriting", "excluded_students")}
+    course_settings["grades_only"] = getattr(course, "grades_only", False)
     digest.update(json.dumps(course_settings, sort_keys=True, default=str).encode())
     digest.update(json.dumps(asdict(limits), sort_keys=True).encode())
     digest.update(json.dumps({"grade_seconds": GRADE_SECONDS, "grade_memory": GRADE_MEMORY_BYTES}).encode())

@@ -1,19 +1,23 @@
 """A grading worker remembers references up front and declared mistakes once a check fails."""
 import json
-import tempfile
-from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from graders import problems, variants
 from graders.engine.grading import NotebookResult, SubmissionResult, warm_references
 
 W1 = problems.get("w1-memory")
-SUBMITTED = Path(tempfile.mkdtemp(prefix="warm-references-"))
-(SUBMITTED / "w1-memory.ipynb").write_text("{}")
-(SUBMITTED / "not-a-problem.ipynb").write_text("{}")
-COURSE = SimpleNamespace(notebooks={"w1-memory": None, "not-a-problem": None, "w2-compute": None},
-                         assignment="worked", grades_only=False, submission_dir=lambda student: SUBMITTED)
 W2 = problems.get("w2-compute")
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A course of three notebooks, of which the student submitted w1-memory and not-a-problem."""
+    for name in ("w1-memory", "not-a-problem"):
+        (tmp_path / f"{name}.ipynb").write_text("{}")
+    return SimpleNamespace(notebooks={"w1-memory": None, "not-a-problem": None, "w2-compute": None},
+                           assignment="worked", grades_only=False, submission_dir=lambda student: tmp_path)
 
 
 def remembered(kind, params, problem=W1):
@@ -31,32 +35,32 @@ def graded(student, status):
     return SubmissionResult(student, "key", [NotebookResult("w1-memory", checks=checks)])
 
 
-def test_references_before_and_mistakes_only_after_a_failed_check(monkeypatch):
+def test_references_before_and_mistakes_only_after_a_failed_check(course, monkeypatch):
     monkeypatch.setattr(W1, "_memos", {}, raising=False)
     student = student_of("B")
     params = W1.variants["B"]
-    warm_references(COURSE, student)
+    warm_references(course, student)
     assert remembered("solve", params) and not remembered("mistakes", params)
-    warm_references(COURSE, student, after=graded(student, "pass"))
+    warm_references(course, student, after=graded(student, "pass"))
     assert not remembered("mistakes", params)
-    warm_references(COURSE, student, after=graded(student, "fail"))
+    warm_references(course, student, after=graded(student, "fail"))
     assert remembered("mistakes", params)
     assert not remembered("mistakes", W1.variants["A"])   # only the student's own variant
 
 
-def test_a_run_for_its_grades_only_keeps_no_mistakes(monkeypatch):
+def test_a_run_for_its_grades_only_keeps_no_mistakes(course, monkeypatch):
     monkeypatch.setattr(W1, "_memos", {}, raising=False)
     student = student_of("C")
     params = W1.variants["C"]
-    course = SimpleNamespace(**{**vars(COURSE), "grades_only": True})
+    course.grades_only = True
     warm_references(course, student)
     assert remembered("solve", params)            # its own grading still needs them
     warm_references(course, student, after=graded(student, "fail"))
     assert not remembered("mistakes", params)
 
 
-def test_a_notebook_not_submitted_gets_no_reference(monkeypatch):
+def test_a_notebook_not_submitted_gets_no_reference(course, monkeypatch):
     monkeypatch.setattr(W2, "_memos", {}, raising=False)
     student = student_of("A")
-    warm_references(COURSE, student)
+    warm_references(course, student)
     assert not remembered("solve", W2.variants["A"], W2)      # w2-compute was not submitted
