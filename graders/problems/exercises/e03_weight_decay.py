@@ -70,21 +70,27 @@ def shrink(lr, wd, n):
     return math.exp(n * math.log1p(-lr * wd))
 
 
-def adam_l2_value(lr, wd, n, theta0=1.0, betas=ADAM_BETAS, eps=ADAM_EPS):
-    """θ after n steps of torch.optim.Adam(lr, weight_decay=wd) with a zero loss gradient.
+def idle_weight_path(lr, weight_decay, n, betas=(0.9, 0.999), eps=1e-8):
+    """A weight started at 1 with zero loss gradient, after each of 0..n steps of
+    torch.optim.Adam(lr, weight_decay=...): an L2 penalty, so its gradient is weight_decay * w.
 
-    The same recursion torch's single-tensor Adam runs (float64): g = wd·θ,
-    m ← β1 m + (1−β1) g, v ← β2 v + (1−β2) g², θ ← θ − (lr/bc1) m / (√v/√bc2 + eps).
+    The recursion torch's single-tensor Adam runs, in floats: m <- b1 m + (1 - b1) g,
+    v <- b2 v + (1 - b2) g^2, w <- w - (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+    (The defaults are torch's; the notebook's figure holds this function verbatim.)
     """
-    b1, b2 = betas
-    theta, m, v = theta0, 0.0, 0.0
-    for k in range(1, n + 1):
-        g = wd * theta
-        m = b1 * m + (1 - b1) * g
-        v = b2 * v + (1 - b2) * g * g
-        bc1, bc2 = 1 - b1 ** k, 1 - b2 ** k
-        theta -= (lr / bc1) * m / (math.sqrt(v) / math.sqrt(bc2) + eps)
-    return theta
+    import math
+    (b1, b2), w, m, v, path = betas, 1.0, 0.0, 0.0, [1.0]
+    for t in range(1, n + 1):
+        g = weight_decay * w
+        m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+        w -= lr / (1 - b1 ** t) * m / (math.sqrt(v) / math.sqrt(1 - b2 ** t) + eps)
+        path.append(w)
+    return path
+
+
+def adam_l2_value(lr, wd, n, betas=ADAM_BETAS, eps=ADAM_EPS):
+    """θ after n steps of torch.optim.Adam(lr, weight_decay=wd) with a zero loss gradient, from 1."""
+    return idle_weight_path(lr, wd, n, betas, eps)[-1]
 
 
 def _answers(q, *, decay_without_lr=False):

@@ -157,7 +157,12 @@ def _run_cached(key):
 
         def evaluate():
             with torch.no_grad():
-                return float(_mse(model(x_eval), y_eval, broadcast))
+                prediction = model(x_eval)
+                if broadcast:   # the same (n, n) mean, expanded: mean(p²) - 2 mean(p) mean(y) + mean(y²),
+                    # without the 2048 x 2048 matrix (the same value to ~1e-15, in a fraction of the time)
+                    return float((prediction ** 2).mean() - 2 * prediction.mean() * y_eval.mean()
+                                 + (y_eval ** 2).mean())
+                return float(_mse(prediction, y_eval))
 
         losses = [evaluate()]
         for t in range(p["total"]):

@@ -153,3 +153,29 @@ def test_missing_key_and_foreign_symbol_score_zero():
     r = P.grade(q, answers)
     assert r.score == r.max_score - 2
     assert any("wd" in line for line in r.feedback)
+
+
+def test_the_figures_idle_weight_is_torchs_adam_step_by_step():
+    # the notebook's figure draws idle_weight_path (held verbatim in its cell) instead of
+    # stepping torch.optim.Adam 10,000 times per curve; it must be torch's Adam, every step
+    import inspect
+    from pathlib import Path
+
+    import nbformat
+
+    from graders.problems.exercises.e03_weight_decay import idle_weight_path
+    built = Path(__file__).resolve().parents[3] / "source" / "exercises" / "e03-weight-decay.ipynb"
+    cells = [c.source for c in nbformat.read(built, as_version=4).cells if "def idle_weight_path" in c.source]
+    assert len(cells) == 1 and inspect.getsource(idle_weight_path) in cells[0]
+    defaults = torch.optim.Adam([torch.nn.Parameter(torch.zeros(1))]).defaults
+    signature = inspect.signature(idle_weight_path).parameters
+    assert signature["betas"].default == defaults["betas"] and signature["eps"].default == defaults["eps"]
+    for lr, wd in ((1e-3, 0.1), (6e-5, 0.01)):
+        w = torch.nn.Parameter(torch.ones(1, dtype=torch.float64))
+        opt = torch.optim.Adam([w], lr=lr, weight_decay=wd)
+        by_torch = [1.0]
+        for _ in range(300):
+            w.grad = torch.zeros_like(w)
+            opt.step()
+            by_torch.append(w.item())
+        assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(idle_weight_path(lr, wd, 300), by_torch))

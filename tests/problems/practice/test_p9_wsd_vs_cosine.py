@@ -106,6 +106,41 @@ def test_reference_run_equals_a_lambda_lr_run():
         assert all(a == pytest.approx(b, rel=1e-9) for a, b in zip(ref, other))
 
 
+def broadcast_bug_run(q, kind):
+    """The broadcast-mse mistake as a student writes it: (n, 1) - (n,) everywhere, the held-out
+    loss too (an (n, n) matrix of every prediction against every target)."""
+    model, x, y, x_eval, y_eval = module.make_task(q)
+    lr = lr_of(q, kind)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr(0), betas=(0.9, 0.95), weight_decay=q["weight_decay"])
+    b = q["batch"]
+
+    def held_out():
+        with torch.no_grad():
+            return float(((model(x_eval) - y_eval) ** 2).mean())
+
+    evals = [held_out()]
+    for t in range(q["total"]):
+        for group in opt.param_groups:
+            group["lr"] = lr(t)
+        loss = ((model(x[t * b:(t + 1) * b]) - y[t * b:(t + 1) * b]) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if (t + 1) % q["eval_every"] == 0:
+            evals.append(held_out())
+    return evals
+
+
+def test_broadcast_mistake_is_the_literal_n_by_n_mean():
+    """The mistake's reference expands the (n, n) mean instead of forming it; it must give what
+    the literal bug gives."""
+    q = P.variants["B"]
+    ours, literal = module.run(q, "wsd", broadcast=True), broadcast_bug_run(q, "wsd")
+    assert len(ours) == len(literal) == q["total"] // q["eval_every"] + 1
+    assert all(a == pytest.approx(b, rel=1e-12) for a, b in zip(ours, literal))
+    assert ours != module.run(q, "wsd")          # and it is a different run from the right one
+
+
 def test_same_seed_same_run_and_both_runs_start_together():
     q = P.variants["A"]
     module._run_cached.cache_clear()
