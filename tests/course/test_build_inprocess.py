@@ -47,6 +47,10 @@ def test_in_process_generation_equals_the_nbgrader_commands(tmp_path):
     assert "BEGIN HIDDEN TESTS" in texts["practice/p1-loss-scaler"]
     assert "BEGIN HIDDEN TESTS" not in (inprocess / "solutions/practice/p1-loss-scaler.ipynb").read_text()
     assert "BEGIN SOLUTION" not in (inprocess / "release/practice/p1-loss-scaler.ipynb").read_text()
+    # the same files without nbgrader's SaveCells: the drift check's scratch gradebook records no cell
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{inprocess / 'gradebook.db'}") as gb:
+        assert all(not gb.find_assignment(a).notebooks for a in assignments)
 
 
 def test_the_schema_revision_read_in_process_is_the_one_alembic_prints(monkeypatch):
