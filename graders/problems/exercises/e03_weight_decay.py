@@ -38,7 +38,6 @@ from graders.symbolic import Expr, symbols_for
 EXPR_SYMBOLS = ("eta", "lambda", "t")
 TORCH_STEPS = 10_000      # AdamW steps the student runs in torch (at most)
 ADAM_EPS = 1e-8           # torch.optim.Adam / AdamW default eps
-ADAM_BETAS = (0.9, 0.999)  # torch defaults
 
 
 def _read(q):
@@ -78,7 +77,6 @@ def idle_weight_path(lr, weight_decay, n, betas=(0.9, 0.999), eps=1e-8):
     v <- b2 v + (1 - b2) g^2, w <- w - (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps).
     (The defaults are torch's; the notebook's figure holds this function verbatim.)
     """
-    import math
     (b1, b2), w, m, v, path = betas, 1.0, 0.0, 0.0, [1.0]
     for t in range(1, n + 1):
         g = weight_decay * w
@@ -88,9 +86,9 @@ def idle_weight_path(lr, weight_decay, n, betas=(0.9, 0.999), eps=1e-8):
     return path
 
 
-def adam_l2_value(lr, wd, n, betas=ADAM_BETAS, eps=ADAM_EPS):
+def adam_l2_value(lr, wd, n):
     """θ after n steps of torch.optim.Adam(lr, weight_decay=wd) with a zero loss gradient, from 1."""
-    return idle_weight_path(lr, wd, n, betas, eps)[-1]
+    return idle_weight_path(lr, wd, n)[-1]
 
 
 def _answers(q, *, decay_without_lr=False):

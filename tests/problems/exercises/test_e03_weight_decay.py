@@ -11,14 +11,21 @@ from graders.problems.exercises.e03_weight_decay import TORCH_STEPS, adam_l2_val
 P = problems.get("e03-weight-decay")
 
 
-def _idle_weight(optimizer_class, lr, weight_decay, n, dtype=torch.float64):
-    """A weight started at 1 whose gradient is zero on every step, after n steps."""
+def _idle_path(optimizer_class, lr, weight_decay, n, dtype=torch.float64):
+    """A weight started at 1 whose gradient is zero on every step, after each of 0..n steps."""
     w = torch.nn.Parameter(torch.ones(1, dtype=dtype))
     opt = optimizer_class([w], lr=lr, weight_decay=weight_decay)
+    path = [w.item()]
     for _ in range(n):
         w.grad = torch.zeros_like(w)
         opt.step()
-    return w.item()
+        path.append(w.item())
+    return path
+
+
+def _idle_weight(optimizer_class, lr, weight_decay, n, dtype=torch.float64):
+    """The same weight after n steps."""
+    return _idle_path(optimizer_class, lr, weight_decay, n, dtype)[-1]
 
 
 # --- (a) torch is the primary source for what AdamW does ------------------------------------
@@ -171,11 +178,5 @@ def test_the_figures_idle_weight_is_torchs_adam_step_by_step():
     signature = inspect.signature(idle_weight_path).parameters
     assert signature["betas"].default == defaults["betas"] and signature["eps"].default == defaults["eps"]
     for lr, wd in ((1e-3, 0.1), (6e-5, 0.01)):
-        w = torch.nn.Parameter(torch.ones(1, dtype=torch.float64))
-        opt = torch.optim.Adam([w], lr=lr, weight_decay=wd)
-        by_torch = [1.0]
-        for _ in range(300):
-            w.grad = torch.zeros_like(w)
-            opt.step()
-            by_torch.append(w.item())
+        by_torch = _idle_path(torch.optim.Adam, lr, wd, 300)
         assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(idle_weight_path(lr, wd, 300), by_torch))
