@@ -40,7 +40,7 @@ from graders.engine.course_dir import MAX_NOTEBOOK_BYTES, Course
 from graders.engine.grading import SubmissionResult, grade_submission_bounded
 from graders.engine.record_io import accept
 from graders.engine.summary import isolation_warnings
-from graders.sandbox.zygote import Limits, SandboxUnavailable, Zygote
+from graders.sandbox.zygote import Limits, SandboxUnavailable, Zygote, owned_tempdir
 
 PLUGIN = "chapter-sandbox"
 RETRIES = 2                  # a task that raises is tried this many more times
@@ -128,7 +128,7 @@ class SandboxPlugin(WorkerPlugin):
         self.staging = None
 
     def setup(self, worker=None):
-        self.staging = tempfile.mkdtemp(prefix="chapter-staging-")
+        self.staging = owned_tempdir("chapter-staging-")
         os.chmod(self.staging, stat.S_IRWXU)
         # the staging folder holds other students' submissions: the sandbox must never see it
         self.zygote = Zygote(isolate=self.isolate, secrets=[self.staging],
@@ -292,17 +292,27 @@ class LoopbackCluster:
             self.procs.append(subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True))
 
     def close(self):
+        """Stop the workers, then the scheduler, as a deployment's service manager would: SIGTERM to
+        each command, whose nanny then closes its worker, so that the worker's plugins tear down
+        (zygote closed, staging folder removed). A signal to the whole process group would also
+        reach the worker itself, which then dies without its teardown. Whatever is left after
+        20 s is killed, group and all."""
         self.client.close()
-        for proc in self.procs:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except OSError:
-                pass
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+        for batch in (self.procs[1:], self.procs[:1]):
+            for proc in batch:
+                try:
+                    proc.send_signal(signal.SIGTERM)
+                except OSError:
+                    pass
+            for proc in batch:
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    pass
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
                 proc.wait()
 
     def __enter__(self):

@@ -153,6 +153,74 @@ def namespaces_permitted() -> bool:
     return os.waitstatus_to_exitcode(status) == 0
 
 
+def _identity(pid: int) -> str | None:
+    """`pid` and its start time (clock ticks since boot), which no later process with the same pid shares."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        return f"{pid}.{int(stat[stat.rfind(b')') + 2:].split()[19])}"
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+OWNER_FILE = ".owner"
+
+
+def owned_tempdir(prefix: str) -> str:
+    """A new private folder in the temp directory, with its owner (pid and start time) written
+    in it, in `.owner`. (The name stays short: a folder deep in the temp directory must still
+    leave room for the zygote's socket path, at most 107 bytes.)
+
+    Folders of the same prefix whose owner is gone (killed with SIGKILL, say, so that it
+    never removed its own) are removed first.
+    """
+    sweep_stale(prefix)
+    path = tempfile.mkdtemp(prefix=prefix)
+    with open(os.path.join(path, OWNER_FILE), "w") as fh:
+        fh.write(_identity(os.getpid()) or "")
+    return path
+
+
+def owner_of(path: str) -> str | None:
+    """The `pid.start-time` written in an `owned_tempdir` folder, or None (not one, or not yet)."""
+    try:
+        with open(os.path.join(path, OWNER_FILE)) as fh:
+            owner = fh.read(64).strip()
+    except OSError:
+        return None
+    return owner if owner.count(".") == 1 else None
+
+
+def sweep_stale(prefix: str, folder: str | None = None) -> list[str]:
+    """Remove this user's `owned_tempdir(prefix)` folders whose owning process no longer runs.
+    A folder without an owner file (an older one, or one whose owner is writing it now) is left."""
+    folder = folder or tempfile.gettempdir()
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        owner = owner_of(entry.path)
+        if owner is None:
+            continue
+        try:
+            pid = int(owner.split(".", 1)[0])
+        except ValueError:
+            continue
+        if _identity(pid) != owner:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+    return removed
+
+
 class Zygote:
     """A warm process that forks one isolated sandbox per notebook."""
 
@@ -180,7 +248,7 @@ class Zygote:
         binds = sandbox_binds()
         check_hidden(binds, self.secrets)
         self.python_world_readable = all(map(_world_readable, binds))
-        self.dir = tempfile.mkdtemp(prefix="chapter-zygote-")
+        self.dir = owned_tempdir("chapter-zygote-")
         os.chmod(self.dir, 0o711)
         os.makedirs(os.path.join(self.dir, "root"))
         scratch = os.path.join(self.dir, "scratch")

@@ -13,6 +13,7 @@ import os
 import random
 import shutil
 import signal
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -396,3 +397,35 @@ def test_oversized_files_travel_as_their_size(tmp_path, monkeypatch):
 def test_a_worker_with_other_grader_code_refuses(tmp_path):
     with pytest.raises(cluster.GraderMismatch):
         cluster.grade_task(None, "s", "k", None, {}, {}, "0" * 64)
+
+
+def _folders_of(pid: int) -> list[Path]:
+    """The scratch folders that process `pid` made and owns (its zygote's and its staging folder)."""
+    from graders.sandbox.zygote import owner_of
+    tmp = Path(tempfile.gettempdir())
+    return sorted(p for prefix in ("chapter-zygote-", "chapter-staging-") for p in tmp.glob(prefix + "*")
+                  if (owner_of(str(p)) or "").split(".")[0] == str(pid))
+
+
+def test_workers_leave_no_scratch_behind_stopped_or_killed(tmp_path):
+    """A worker killed with SIGKILL cannot remove its folders: its restarted successor sweeps them.
+    Stopping the cluster (SIGTERM to each command) tears every worker's sandbox down."""
+    with cluster.LoopbackCluster(tmp_path / "dask", workers=1) as dask:
+        plugin = cluster.SandboxPlugin(isolate=False, digest="leftovers")
+        dask.client.register_plugin(plugin, name=plugin.name)
+        (killed,) = dask.client.run(os.getpid).values()
+        assert len(_folders_of(killed)) == 2, "the worker made its zygote and staging folders"
+        os.kill(killed, signal.SIGKILL)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                pids = list(dask.client.run(os.getpid).values())
+            except Exception:  # noqa: BLE001  (the worker is still restarting)
+                pids = []
+            if pids and pids[0] != killed and len(_folders_of(pids[0])) == 2:
+                break
+            time.sleep(0.5)
+        (successor,) = pids
+        assert successor != killed and _folders_of(successor)
+        assert _folders_of(killed) == [], "the killed worker's folders were left behind"
+    assert _folders_of(successor) == [], "stopping the cluster left the worker's folders behind"

@@ -1,0 +1,71 @@
+"""Scratch folders outlive no one: a folder whose owner died without removing it is swept by the next one."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from pathlib import Path
+
+from graders.sandbox.zygote import owned_tempdir, owner_of, sweep_stale
+
+PREFIX = "chapter-leftover-test-"
+
+
+def _folder_of_a_killed_owner(tmp_path: Path) -> Path:
+    """A child makes an owned folder, says where, and is killed with SIGKILL before it can remove it."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            os.write(write, owned_tempdir(PREFIX).encode())
+            os.close(write)
+            signal.pause()
+        finally:
+            os._exit(0)
+    os.close(write)
+    path = b""
+    while chunk := os.read(read, 4096):                  # until the child closes its end
+        path += chunk
+    os.close(read)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return Path(path.decode())
+
+
+def test_a_dead_owners_folder_is_swept_and_a_living_ones_is_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)       # read TMPDIR again
+    dead = _folder_of_a_killed_owner(tmp_path)
+    assert dead.is_dir() and dead.parent == tmp_path
+    assert owner_of(str(dead)).split(".")[0] != str(os.getpid()), "owned by the child, not this process"
+    unrelated = tmp_path / f"{PREFIX}no-owner"                            # an older one: left alone
+    unrelated.mkdir()
+    mine = Path(owned_tempdir(PREFIX))                                     # sweeps on creation
+    assert not dead.exists(), "the killed owner's folder was left behind"
+    assert mine.is_dir() and unrelated.is_dir()
+    assert sweep_stale(PREFIX) == [] and mine.is_dir(), "a living owner's folder was removed"
+
+
+def test_a_reused_pid_does_not_keep_a_dead_owners_folder(tmp_path):
+    """The owner is its pid and its start time: the same pid started later is another process."""
+    me = Path(owned_tempdir(PREFIX))
+    try:
+        pid, start = owner_of(str(me)).split(".")
+        stale = Path(me.parent, f"{PREFIX}reused")
+        stale.mkdir()
+        (stale / ".owner").write_text(f"{pid}.{int(start) - 1}")
+        assert sweep_stale(PREFIX) == [str(stale)] and me.is_dir()
+    finally:
+        shutil.rmtree(me)
+
+
+def test_the_folder_name_leaves_room_for_the_zygotes_socket():
+    """A folder's name is as short as mkdtemp's own, so a deep temp directory still fits
+    `<folder>/zygote.sock` in the 107 bytes a socket path may have."""
+    me = Path(owned_tempdir("chapter-zygote-"))
+    try:
+        assert len(me.name) <= len("chapter-zygote-") + 8
+    finally:
+        shutil.rmtree(me)
