@@ -281,7 +281,7 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult)
     problem, params, variant, tests = meta["problem"], meta["params"], meta["variant"], meta["tests"]
     out.variant = variant
     stopped = _stop_reason(run)
-    count = 0
+    count, judged = 0, {}
     for index, cell in enumerate(nb.cells):
         message = run.cells.get(index) if cell.cell_type == "code" else None
         if cell.cell_type == "code":
@@ -293,19 +293,31 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult)
         name = meta_cell.get("grade_id")
         if index in tests:
             cell.source = strip_hidden(cell.source, course.begin_hidden, course.end_hidden)
-            score, lines = score_test_cell(tests[index], message, problem, params, variant, stopped, out,
-                                           cell, instant=getattr(course, "instant", False))
-            out.grades[name] = score
-            out.feedback += lines
-            cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text="\n".join(lines) + "\n"))
-            cell.outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": repr(float(score))},
-                                                       execution_count=cell.execution_count))
+            before = len(out.reasons)
+            judgement = prepare_test_cell(tests[index], message, problem, params, variant, stopped, out, cell)
+            judged[index] = (name, judgement, out.reasons[before:])   # its reasons keep their place
+            del out.reasons[before:]
+            out.grades[name] = None          # keeps the cells' order in the grades; scored below
         elif name is not None and utils.is_grade(cell):
             auto, _ = utils.determine_grade(cell)     # manual cells: 0 if untouched, else left to formgrader
             out.grades[name] = auto
         if name is not None and (utils.is_solution(cell) or utils.is_task(cell)):
             unchanged = meta_cell.get("checksum") == utils.compute_checksum(cell) and not utils.is_task(cell)
             out.comments[name] = "No response." if unchanged else None
+    instant = getattr(course, "instant", False)
+    grade_together(problem, params, [j for _, j, _ in judged.values() if isinstance(j, Pending)],
+                   instant=instant)
+    for index, (name, judgement, reasons) in judged.items():
+        cell = nb.cells[index]
+        out.reasons += reasons
+        if isinstance(judgement, Pending):
+            judgement = finish_test_cell(judgement, problem, params, variant, out, instant=instant)
+        score, lines = judgement
+        out.grades[name] = score
+        out.feedback += lines
+        cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text="\n".join(lines) + "\n"))
+        cell.outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": repr(float(score))},
+                                                   execution_count=cell.execution_count))
     errors = []
     for index, message in sorted(run.cells.items()):
         if index in tests or not isinstance(message, dict) or message.get("raised") is not True:
@@ -370,6 +382,23 @@ GRADE_RESULT_BYTES = 4 << 20
 def score_test_cell(test, message, problem, params, variant, stopped, out: NotebookResult, cell=None,
                     instant: bool = False):
     """(points, feedback lines) for one hidden-test cell."""
+    pending = prepare_test_cell(test, message, problem, params, variant, stopped, out, cell)
+    if not isinstance(pending, Pending):
+        return pending
+    return finish_test_cell(pending, problem, params, variant, out, instant=instant)
+
+
+@dataclass
+class Pending:
+    """A hidden-test cell whose answers are read and wait for `problem.grade`."""
+    test: dict
+    answers: dict
+    raised: list
+    result: dict | None = None      # graded already (with the notebook's other cells, in one child)
+
+
+def prepare_test_cell(test, message, problem, params, variant, stopped, out: NotebookResult, cell=None):
+    """A hidden-test cell's answers (Pending), or its (points, lines) when there is nothing to grade."""
     points, name, keys = float(test["points"]), test["name"], test["keys"]
     if message is None:
         reason = stopped or "the notebook did not reach this cell"
@@ -398,22 +427,45 @@ def score_test_cell(test, message, problem, params, variant, stopped, out: Noteb
         ename = str(message.get("ename") or "an error")[:80]
         raised = [f"✗ the visible checks in this cell raised {ename}; each answer below is graded "
                   "on its own"]
-    try:
-        result = grade_bounded(problem, params, answers, keys, instant=instant)
-    except Timeout:
-        out.reasons.append(f"grading cell {name!r} took longer than {GRADE_SECONDS:g} s")
-        return 0.0, [f"✗ grading your answers took longer than {GRADE_SECONDS:g} s (an answer too large "
-                     "or too complicated to check), so this cell scores 0; your instructor has been told"]
-    except Exception as exc:  # noqa: BLE001 - never let one answer stop the batch
-        out.reasons.append(f"cell {name!r} could not be graded ({str(exc)[:120] or type(exc).__name__})")
-        return 0.0, ["✗ this cell could not be graded; your instructor has been told"]
+    return Pending(test, answers, raised)
+
+
+def finish_test_cell(pending: Pending, problem, params, variant, out: NotebookResult, instant: bool = False):
+    """(points, feedback lines) of a Pending cell: its result from the shared child if it has one,
+    else `problem.grade` in a bounded child of its own."""
+    test, keys = pending.test, pending.test["keys"]
+    points, name = float(test["points"]), test["name"]
+    result = pending.result
+    if result is None:
+        try:
+            result = grade_bounded(problem, params, pending.answers, keys, instant=instant)
+        except Timeout:
+            out.reasons.append(f"grading cell {name!r} took longer than {GRADE_SECONDS:g} s")
+            return 0.0, [f"✗ grading your answers took longer than {GRADE_SECONDS:g} s (an answer too large "
+                         "or too complicated to check), so this cell scores 0; your instructor has been told"]
+        except Exception as exc:  # noqa: BLE001 - never let one answer stop the batch
+            out.reasons.append(f"cell {name!r} could not be graded ({str(exc)[:120] or type(exc).__name__})")
+            return 0.0, ["✗ this cell could not be graded; your instructor has been told"]
     from graders.evidence import check_verdicts
     verdicts = result["checks"]   # plain data from the bounded child; kept in the gradebook as evidence
     out.checks[name] = check_verdicts({k: v["status"] for k, v in verdicts.items()},
                                       {k: v["mistake"] for k, v in verdicts.items()}, keys)
     score = max(0.0, min(float(result["score"]), points, float(result["max_score"])))
-    lines = [f"Variant {variant}: {score:g} of {points:g} points in this cell"] + raised + result["feedback"]
+    lines = [f"Variant {variant}: {score:g} of {points:g} points in this cell"] + pending.raised + result["feedback"]
     return score, lines
+
+
+def _grade(problem, params, answers, keys, instant):
+    """`problem.grade` as plain data, with the comparisons it decided (run in a bounded child)."""
+    from graders import symbolic
+    mark = symbolic.decided_count()
+    r = problem.grade(params, answers, keys=keys)
+    lines = instant_lines(problem, r) if instant else r.feedback
+    return {"score": float(r.score), "max_score": float(r.max_score),
+            "feedback": [str(line)[:2000] for line in lines],
+            "checks": {str(k): {"status": str(o.status), "mistake": r.mistakes.get(k)}
+                       for k, o in r.outcomes.items()},
+            "decided": symbolic.decided_since(mark)}
 
 
 def grade_bounded(problem, params, answers, keys, seconds: float | None = None, instant: bool = False) -> dict:
@@ -426,21 +478,44 @@ def grade_bounded(problem, params, answers, keys, seconds: float | None = None, 
     and nothing more: no direction, length or value that repeated attempts could bisect.
     """
     from graders import symbolic
-
-    def work():
-        mark = symbolic.decided_count()
-        r = problem.grade(params, answers, keys=keys)
-        lines = instant_lines(problem, r) if instant else r.feedback
-        return {"score": float(r.score), "max_score": float(r.max_score),
-                "feedback": [str(line)[:2000] for line in lines],
-                "checks": {str(k): {"status": str(o.status), "mistake": r.mistakes.get(k)}
-                           for k, o in r.outcomes.items()},
-                "decided": symbolic.decided_since(mark)}
-
-    result = run_bounded(work, timeout=seconds or GRADE_SECONDS, memory_bytes=GRADE_MEMORY_BYTES,
-                         max_output=GRADE_RESULT_BYTES)
+    result = run_bounded(_grade, problem, params, answers, keys, instant, timeout=seconds or GRADE_SECONDS,
+                         memory_bytes=GRADE_MEMORY_BYTES, max_output=GRADE_RESULT_BYTES)
     symbolic.remember(result.pop("decided", ()))
     return result
+
+
+def grade_together(problem, params, pending: list, instant: bool = False) -> None:
+    """Grade a notebook's Pending cells one after another in a single bounded child, with the
+    bounds of one cell (time, memory, size) for all of them, and set each one's result.
+
+    It saves a fork per cell. A cell whose grading raised there, and every cell when the child
+    as a whole fails (past its time, out of memory, too large), keeps no result and is graded
+    again in a child of its own (`finish_test_cell`), so it is judged, and fails, exactly as alone.
+    """
+    if len(pending) < 2:
+        return
+    from graders import symbolic
+
+    def work():
+        results = []
+        for cell in pending:
+            try:
+                results.append(_grade(problem, params, cell.answers, cell.test["keys"], instant))
+            except Exception:  # noqa: BLE001 - graded again alone, which reports it
+                results.append(None)
+        return results
+
+    try:
+        results = run_bounded(work, timeout=GRADE_SECONDS, memory_bytes=GRADE_MEMORY_BYTES,
+                              max_output=GRADE_RESULT_BYTES)
+    except Exception:  # noqa: BLE001 - Timeout, TooLarge, the child died: each cell alone instead
+        return
+    if not isinstance(results, list) or len(results) != len(pending):
+        return
+    for cell, result in zip(pending, results):
+        if isinstance(result, dict):
+            symbolic.remember(result.pop("decided", ()))
+            cell.result = result
 
 
 def instant_lines(problem, result) -> list[str]:

@@ -313,3 +313,78 @@ def test_changing_an_imported_problem_module_regrades(tmp_path, monkeypatch):
     finally:
         monkeypatch.undo()
         digest.code_digest.cache_clear()
+
+
+def _cells_of(problem, params, wrong=()):
+    """A Pending for each of the problem's hidden-test cells, with the reference's answers
+    (those named in `wrong` replaced by a wrong number)."""
+    right = problem.solve(params)
+    pending = []
+    for name, keys in problem.cells.items():
+        answers = {k: ({"float": 12345.0} if k in wrong else right[k]) for k in keys}
+        test = {"name": name, "keys": list(keys), "points": problem.points(keys)}
+        pending.append(grading.prepare_test_cell(test, {"raised": False, "answers": answers},
+                                                 problem, params, "A", "", grading.NotebookResult("x")))
+    return pending
+
+
+def _counting_forks(monkeypatch):
+    calls = []
+    real = grading.run_bounded
+
+    def counted(*args, **kwargs):
+        calls.append(args[0].__name__)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(grading, "run_bounded", counted)
+    return calls
+
+
+def test_a_notebooks_cells_are_graded_in_one_child_exactly_as_alone(monkeypatch):
+    """One fork grades all of a notebook's hidden-test cells, and each cell's score, feedback
+    and evidence are what grading it alone gives."""
+    from graders import problems
+    problem = problems.get("w1-memory")
+    params = problem.variants["C"]
+    assert len(problem.cells) >= 2
+    first_key = next(iter(problem.cells.values()))[0]
+    calls = _counting_forks(monkeypatch)
+    alone_out, alone = grading.NotebookResult("x"), []
+    for cell in _cells_of(problem, params, wrong=[first_key]):
+        alone.append(grading.finish_test_cell(cell, problem, params, "A", alone_out))
+    assert len(calls) == len(problem.cells)
+    calls.clear()
+    together_out, pending = grading.NotebookResult("x"), _cells_of(problem, params, wrong=[first_key])
+    grading.grade_together(problem, params, pending)
+    together = [grading.finish_test_cell(cell, problem, params, "A", together_out) for cell in pending]
+    assert calls == ["work"], "a fork per cell instead of one for the notebook"
+    assert together == alone and together_out.checks == alone_out.checks
+    full = [problem.points(keys) for keys in problem.cells.values()]
+    assert together[0][0] < full[0] and [s for s, _ in together[1:]] == full[1:]   # only the wrong answer cost
+
+
+class StallsOnOneCell:
+    """Grades at once, except the cell that holds key "slow", which never returns."""
+    cells = {"quick": ("x",), "stuck": ("slow",)}
+    mistakes = ()
+
+    def grade(self, params, answers, keys=None):
+        if "slow" in keys:
+            while True:
+                time.sleep(1)
+        return SimpleNamespace(score=1.0, max_score=1.0, feedback=["✓ x"], outcomes={}, mistakes={})
+
+
+def test_a_stalled_cell_in_the_shared_child_costs_only_its_own_points(monkeypatch):
+    """The shared child runs past its bound: each cell is graded again alone, so the cell that
+    stalls scores 0 with a reason and the other keeps its point."""
+    monkeypatch.setattr(grading, "GRADE_SECONDS", 1.0)
+    problem, out = StallsOnOneCell(), grading.NotebookResult("nb")
+    pending = [grading.Pending({"name": name, "keys": list(keys), "points": 1.0}, {keys[0]: 1}, [])
+               for name, keys in problem.cells.items()]
+    calls = _counting_forks(monkeypatch)
+    with must_finish_within(15):
+        grading.grade_together(problem, {}, pending)
+        scores = [grading.finish_test_cell(cell, problem, {}, "A", out)[0] for cell in pending]
+    assert calls == ["work", "_grade", "_grade"]
+    assert scores == [1.0, 0.0]
+    assert out.reasons == ["grading cell 'stuck' took longer than 1 s"]
