@@ -176,8 +176,9 @@ def owned_tempdir(prefix: str) -> str:
     """
     sweep_stale(prefix)
     path = tempfile.mkdtemp(prefix=prefix)
-    with open(os.path.join(path, OWNER_FILE), "w") as fh:
+    with open(os.path.join(path, OWNER_FILE + ".new"), "w") as fh:
         fh.write(_identity(os.getpid()) or "")
+    os.replace(os.path.join(path, OWNER_FILE + ".new"), os.path.join(path, OWNER_FILE))  # read whole or not at all
     return path
 
 
