@@ -1314,12 +1314,40 @@ def snapshot(cell, shell, seconds):
     return answers
 
 
+def leave_when_orphaned():
+    """While the zygote preloads (seconds), a thread that ends it at once if the grader goes away
+    (our stdin closes): otherwise the imports would go on and write their caches into the scratch
+    folder (HOME) after the grader, or the next one, has removed it. Call the result to stop it
+    before the zygote forks anything."""
+    import threading
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            try:
+                ready, _, _ = select.select([0], [], [], 0.2)
+                if ready and not os.read(0, 1 << 16):
+                    os._exit(0)
+            except OSError:
+                os._exit(0)
+
+    thread = threading.Thread(target=watch, name="orphan-watch", daemon=True)
+    thread.start()
+
+    def stop():
+        done.set()
+        thread.join()
+    return stop
+
+
 def main():
     config = json.loads(sys.stdin.buffer.readline())
+    stop_watching = leave_when_orphaned()
     for path in config.get("site", ()):
         if path not in sys.path:
             sys.path.append(path)
     preload(config)
+    stop_watching()
     return zygote(config)
 
 

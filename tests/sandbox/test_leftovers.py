@@ -69,3 +69,40 @@ def test_the_folder_name_leaves_room_for_the_zygotes_socket():
         assert len(me.name) <= len("chapter-zygote-") + 8
     finally:
         shutil.rmtree(me)
+
+
+def test_a_zygote_whose_grader_is_killed_while_it_preloads_ends_at_once(tmp_path):
+    """The grader dies (SIGKILL) seconds before its zygote is ready. The zygote must end then,
+    not finish its imports: those write caches (matplotlib's, IPython's) into its scratch folder,
+    HOME, and would re-create it after the next grader has swept it away, as a folder with no
+    owner file that no sweep removes. The zygote's last act of preloading is to bind its socket,
+    so a socket in the folder says it went on."""
+    import subprocess
+    import sys
+    import time
+    script = (
+        "from graders.sandbox.zygote import Zygote\n"
+        "z = Zygote(isolate=False).start()\n"
+        "print(z.process.pid, z.dir, flush=True)\n"
+        "import time; time.sleep(600)\n")
+    root = Path(__file__).resolve().parents[2]
+    grader = subprocess.Popen([sys.executable, "-c", script], cwd=root, stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "TMPDIR": str(tmp_path)})
+    pid, folder = grader.stdout.readline().split()
+    grader.kill()
+    grader.wait()
+
+    def running():
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+    deadline = time.monotonic() + 120
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        assert not running(), "the orphaned zygote still runs two minutes later"
+        assert "zygote.sock" not in os.listdir(folder), "the orphaned zygote finished preloading"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
