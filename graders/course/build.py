@@ -17,13 +17,13 @@ import inspect
 import json
 import re
 import shutil
-import tempfile
 from pathlib import Path
 
 import jupytext
 import nbformat
 
 from graders.engine.scratch import assignments, make_course, nbgrader
+from graders.sandbox.zygote import owned_scratch
 
 GENERATED = ("release", "solutions")
 
@@ -177,7 +177,7 @@ def build(root: Path, write: bool = True, only: list[str] | None = None, cache: 
         return drift(root, only=only, cache=cache)
     reasons = [f"{path} is out of date with its .pct.py: run `chapter build`"
                for path in sync_sources(root, write=write)]
-    with tempfile.TemporaryDirectory(prefix="chapter-build-") as tmp:
+    with owned_scratch("chapter-build-") as tmp:
         course = make_course(root, Path(tmp))
         generate(root, course)
         for label in GENERATED:
@@ -237,7 +237,7 @@ def drift(root: Path, only: list[str] | None = None, cache: bool = True) -> list
     keys = {notebook: generation_key(root, notebook, text) for notebook, text in texts.items()}
     stale = [nb for nb in texts if not cache or not isinstance(known.get(keys[nb]), dict)]
     if stale:
-        with tempfile.TemporaryDirectory(prefix="chapter-check-") as tmp:
+        with owned_scratch("chapter-check-") as tmp:
             course = generate_notebooks(root, Path(tmp), {notebook: texts[notebook] for notebook in stale})
             for notebook in stale:
                 known[keys[notebook]] = {label: _sha(course / label / f"{notebook}.ipynb") for label in GENERATED}

@@ -20,7 +20,6 @@ import ast
 import contextlib
 import hashlib
 import json
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from graders import problems, variants
 from graders.course.build import build
 from graders.course.contract import Chapter
 from graders.course.verify import autograde, warm_engine
+from graders.sandbox.zygote import owned_scratch
 
 CACHE = Path(".chapter") / "verdicts.json"
 
@@ -191,7 +191,7 @@ def grade_all(root: Path, by_assignment: dict[str, list[str]], reports: dict[str
             submissions[student] = {i: root / "solutions" / assignment / f"{i}.ipynb"
                                     for i in items if label in problems.get(i).variants}
         submissions["gate-blank"] = {i: root / "release" / assignment / f"{i}.ipynb" for i in items}
-        with tempfile.TemporaryDirectory(prefix="chapter-gate-") as tmp:
+        with owned_scratch("chapter-gate-") as tmp:
             scores = autograde(root, Path(tmp), assignment, submissions)
         for label in variants.LABELS:
             student = variants.student_for(label, assignment, prefix="gate")

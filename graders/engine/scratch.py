@@ -8,8 +8,9 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from graders.sandbox.zygote import owned_scratch
 
 
 def nbgrader(*args: str, cwd: Path, quiet: bool = True) -> subprocess.CompletedProcess:
@@ -61,7 +62,7 @@ def register_release(root: Path, assignment: str, db_url: str, course_id: str) -
     byte, or the assignment is taken out again and the grading refused, naming what differs.
     """
     from nbgrader.api import Gradebook
-    with tempfile.TemporaryDirectory(prefix="chapter-register-") as tmp:
+    with owned_scratch("chapter-register-") as tmp:
         course = make_course(root, Path(tmp), only=[assignment])
         with (course / "nbgrader_config.py").open("a") as config:   # the real gradebook, kept out of argv
             config.write(f"\nc.CourseDirectory.db_url = {db_url!r}\n")

@@ -10,6 +10,7 @@ per-cell outputs and answers, as untrusted plain data, plus the monitor's own
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -180,6 +181,17 @@ def owned_tempdir(prefix: str) -> str:
         fh.write(_identity(os.getpid()) or "")
     os.replace(os.path.join(path, OWNER_FILE + ".new"), os.path.join(path, OWNER_FILE))  # read whole or not at all
     return path
+
+
+@contextlib.contextmanager
+def owned_scratch(prefix: str):
+    """`tempfile.TemporaryDirectory` as an `owned_tempdir`: removed on the way out, and by the
+    next one of the same prefix if its owner was killed before it could remove it."""
+    path = owned_tempdir(prefix)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def owner_of(path: str) -> str | None:

@@ -106,3 +106,22 @@ def test_a_zygote_whose_grader_is_killed_while_it_preloads_ends_at_once(tmp_path
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
+
+def test_owned_scratch_is_removed_on_the_way_out_and_swept_after_a_kill(tmp_path, monkeypatch):
+    """The gate's, the build's and the registration's scratch courses: gone when the block ends
+    (an error included), and the folder of one killed inside the block goes with the next one."""
+    from graders.sandbox.zygote import owned_scratch
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    try:
+        with owned_scratch(PREFIX) as inside:
+            assert owner_of(inside).split(".")[0] == str(os.getpid())
+            raise KeyError("a failing gate")
+    except KeyError:
+        pass
+    assert not os.path.exists(inside)
+    dead = _folder_of_a_killed_owner(tmp_path)
+    with owned_scratch(PREFIX) as again:
+        assert not dead.exists() and os.path.isdir(again)
+    assert os.listdir(tmp_path) == []
