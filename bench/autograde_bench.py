@@ -187,7 +187,19 @@ def breakdown(course: Path, assignment: str, sample: int) -> dict:
                 })
     if not rows:
         return {}
-    return {key: statistics.median(r[key] for r in rows) for key in rows[0]} | {"notebooks": len(rows)}
+    return {key: statistics.median(r[key] for r in rows) for key in rows[0]} | {
+        "notebooks": len(rows), "cells_mean": statistics.fmean(r["cells"] for r in rows)}
+
+
+def print_ceiling(stages: dict, notebooks: int, t_plain: float, t_ours: float) -> None:
+    """What the notebooks' own cells allow: their mean time on every core, with nothing else."""
+    if not stages:
+        return
+    cores = os.cpu_count() or 1
+    floor = notebooks * stages["cells_mean"] / cores
+    print(f"the cells alone (mean {stages['cells_mean'] * 1000:.1f} ms a notebook, on {cores} cores, nothing "
+          f"else): {floor:.1f} s for the class, a ceiling of {t_plain / floor:.1f}x; chapter autograde "
+          f"reached {t_plain / t_ours:.1f}x, {100 * floor / t_ours:.0f} % of its time the cells'")
 
 
 def print_breakdown(stages: dict) -> None:
@@ -247,7 +259,9 @@ def main(argv=None) -> int:
               f"{args.students / t_ours:6.3f} students/s   CPU {cpu_ours:7.1f} s")
         print(f"speed-up: {t_plain / t_ours:.1f}x wall clock ({cpu_plain / cpu_ours:.1f}x less CPU time) "
               f"on {os.cpu_count()} cores")
-        print_breakdown(breakdown(scratch / "base", args.assignment, args.sample))
+        stages = breakdown(scratch / "base", args.assignment, args.sample)
+        print_breakdown(stages)
+        print_ceiling(stages, notebooks, t_plain, t_ours)
         digest = hashlib.sha256(repr(sorted(got_ours.items())).encode()).hexdigest()[:12]
         if mismatches:
             print(f"MISMATCH on {len(mismatches)} of {compared} honest notebooks:")
