@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.engine.scratch import nbgrader
+from tests.warm_nbgrader import nbgrader
 from graders.variants import variant_for
 
 pytestmark = pytest.mark.browser

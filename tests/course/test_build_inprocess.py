@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from graders.course.build import GENERATED, alembic_head, build, generate_notebooks, source_texts, sync_sources
-from graders.engine.scratch import make_course, nbgrader
+from graders.engine.scratch import make_course
+from tests.warm_nbgrader import nbgrader
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

@@ -43,7 +43,7 @@ def graded_course(tmp_path_factory):
     """The demo's class (a correct, a wrong and a blank w1-memory), graded by `chapter autograde`,
     with nbgrader's generate_feedback run on the course config."""
     from graders.course import demo
-    from graders.engine.scratch import nbgrader
+    from tests.warm_nbgrader import nbgrader
     course = tmp_path_factory.mktemp("offline") / "course"
     demo.run(course, root=REPO)
     # the course's own grading, as the demo tells an instructor to run it (its own process, --course)

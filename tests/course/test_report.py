@@ -26,7 +26,8 @@ from graders.engine import grading
 from graders.engine import record_io
 from graders import evidence, problems, transport
 from graders.course import report
-from graders.engine.scratch import make_course, nbgrader
+from graders.engine.scratch import make_course
+from tests.warm_nbgrader import nbgrader
 from graders.variants import variant_for
 
 ROOT = Path(__file__).resolve().parents[2]

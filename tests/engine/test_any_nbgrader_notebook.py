@@ -15,7 +15,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from graders.engine import autograde as ag
-from graders.engine.scratch import nbgrader as run_nbgrader
+from tests.warm_nbgrader import nbgrader as run_nbgrader
 
 pytestmark = pytest.mark.slow
 

@@ -24,7 +24,8 @@ from graders.engine import sanitize
 from graders.engine.summary import isolation_warnings
 from graders.engine import autograde as ag
 from graders import problems, variants
-from graders.engine.scratch import make_course, nbgrader
+from graders.engine.scratch import make_course
+from tests.warm_nbgrader import nbgrader
 from graders.sandbox.zygote import UID_BASE, Limits, Zygote, namespaces_permitted
 
 ROOT = Path(__file__).resolve().parents[2]

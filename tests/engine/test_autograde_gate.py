@@ -25,7 +25,8 @@ import pytest
 from graders.engine.journal import JOURNAL
 from graders.engine import autograde as ag
 from graders import variants
-from graders.engine.scratch import make_course, nbgrader
+from graders.engine.scratch import make_course
+from tests.warm_nbgrader import nbgrader
 from graders.course.gate import evaluate
 from graders.course.verify import autograde_nbgrader, autograde_sandboxed
 

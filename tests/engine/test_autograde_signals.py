@@ -15,7 +15,8 @@ import pytest
 from graders.engine import journal
 from graders.engine import autograde as ag
 from graders import variants
-from graders.engine.scratch import make_course, nbgrader
+from graders.engine.scratch import make_course
+from tests.warm_nbgrader import nbgrader
 
 pytestmark = pytest.mark.slow
 

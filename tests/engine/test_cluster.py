@@ -28,7 +28,8 @@ from graders.engine import record_io
 from graders.engine import autograde as ag
 from graders.engine import cluster
 from graders import variants
-from graders.engine.scratch import make_course, nbgrader
+from graders.engine.scratch import make_course
+from tests.warm_nbgrader import nbgrader
 from graders.sandbox.zygote import namespaces_permitted
 
 pytestmark = pytest.mark.slow

@@ -20,7 +20,8 @@ import nbformat
 import pytest
 
 from graders.engine import serve
-from graders.engine.scratch import make_course, nbgrader
+from graders.engine.scratch import make_course
+from tests.warm_nbgrader import nbgrader
 from graders.course.demo import fill
 from tests.conftest import running
 

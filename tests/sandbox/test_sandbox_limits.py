@@ -22,7 +22,8 @@ from bench.cotenancy_bench import cpu_hog, memory_hog
 from graders.engine import autograde as ag
 from graders.sandbox import cgroups, seccomp
 from graders import variants
-from graders.engine.scratch import make_course, nbgrader
+from graders.engine.scratch import make_course
+from tests.warm_nbgrader import nbgrader
 from graders.sandbox.zygote import Limits, SandboxUnavailable, Zygote, namespaces_permitted
 from tests.conftest import running
 
