@@ -115,6 +115,19 @@ def _autograde(root, assignment: str, workers: int | None = None, limits: Limits
                allow_degraded: bool = False, grades_only: bool = False) -> Report:
     started = time.monotonic()
     root = Path(root).resolve()
+    own_zygote = zygote is None and not scheduler
+    if own_zygote:   # it preloads (seconds) while the course, journal and gradebook are read
+        zygote = Zygote(isolate=isolate, secrets=[root], allow_degraded=allow_degraded).start()
+    try:
+        return _grade_course(root, assignment, started, zygote, workers, limits, force, progress, students,
+                             out, scheduler, allow_degraded, grades_only, isolate)
+    finally:
+        if own_zygote:
+            zygote.close()
+
+
+def _grade_course(root, assignment, started, zygote, workers, limits, force, progress, students, out,
+                  scheduler, allow_degraded, grades_only, isolate) -> Report:
     config = load_config(root)
     course = load_course(root, assignment, config)
     if grades_only:
@@ -157,25 +170,18 @@ def _autograde(root, assignment: str, workers: int | None = None, limits: Limits
         finally:
             bar.close()
     elif todo:
-        own_zygote = zygote is None
-        if own_zygote:
-            zygote = Zygote(isolate=isolate, secrets=[root], allow_degraded=allow_degraded).start()
         from graders import problems
         for name in course.notebooks:   # import the assignment's problems while the zygote warms up:
             problems.known(name)        # the workers inherit them
+        report.isolation = zygote.isolation
+        report.warnings += isolation_warnings(zygote)
+        for warning in report.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        bar = _progress(len(everyone), report.reused, assignment, progress)
         try:
-            report.isolation = zygote.isolation
-            report.warnings += isolation_warnings(zygote)
-            for warning in report.warnings:
-                print(f"warning: {warning}", file=sys.stderr)
-            bar = _progress(len(everyone), report.reused, assignment, progress)
-            try:
-                _run_pool(course, limits, zygote, todo, keys, workers, journal, late.plugin_inst, report, bar)
-            finally:
-                bar.close()
+            _run_pool(course, limits, zygote, todo, keys, workers, journal, late.plugin_inst, report, bar)
         finally:
-            if own_zygote:
-                zygote.close()
+            bar.close()
     report.seconds = time.monotonic() - started
     if out == "stdout":   # the stdout of the moment of printing (redirect_stdout, a test's capture)
         out = sys.stdout
