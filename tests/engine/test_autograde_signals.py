@@ -50,22 +50,28 @@ def recorded(course: Path) -> list[str]:
     return done
 
 
-def test_sigterm_mid_run_cleans_up_and_the_next_run_resumes(course, tmp_path):
-    """Stopped after the first recordings: exit 143, no zygote folder or sandbox left, resume finishes."""
+@pytest.mark.parametrize("how, where", [("SIGTERM", "local"), ("SIGINT", "local"), ("SIGTERM", "scheduler")])
+def test_sigterm_mid_run_cleans_up_and_the_next_run_resumes(course, tmp_path, request, how, where):
+    """Stopped after the first recordings: exit 128 + the signal, no zygote folder or sandbox left,
+    and the next run (local) resumes and finishes. On a cluster the grading process stops the same
+    way; the workers, and their zygotes, are the cluster's and stay up."""
+    stop = getattr(signal, how)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "graders.cli", "autograde", ASSIGNMENT, "--course", str(course),
                "--workers", "1", "--no-progress"]
+    if where == "scheduler":
+        command += ["--scheduler", request.getfixturevalue("dask_cluster").address]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while not recorded(course) and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.2)
     assert process.poll() is None, "the run ended before it could be stopped"
-    process.send_signal(signal.SIGTERM)
+    process.send_signal(stop)
     _, err = process.communicate(timeout=120)
-    assert process.returncode == 128 + signal.SIGTERM, err
-    assert "stopped by SIGTERM" in err
+    assert process.returncode == 128 + stop, err
+    assert f"stopped by {how}" in err
     assert not list(scratch.glob("chapter-zygote-*")), "the zygote's scratch folder was left behind"
     first = recorded(course)
     assert 1 <= len(first) < len(CLASS)
