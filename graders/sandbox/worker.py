@@ -740,12 +740,14 @@ def relay(conn, read_fd, pid, limits, started, group=None):
             if used is not None and used > seconds:
                 return ("timeout", f"the notebook ran past its {seconds:g} s limit (CPU time of all its "
                         "processes)", pending, total)
-        watch = [read_fd] + ([pidfd] if pidfd is not None else [])
+        watch = [read_fd, conn] + ([pidfd] if pidfd is not None else [])
         try:
             ready, _, _ = select.select(watch, [], [], min(left, tick if group is not None or pidfd is None
                                                            else left))
         except InterruptedError:
             continue
+        if conn in ready and _grader_gone(conn):
+            return "gone", "the grading process went away", pending, total
         if pidfd is not None and pidfd in ready or pidfd is None and _exited(pid):
             if pidfd is not None:
                 os.close(pidfd)
@@ -768,6 +770,17 @@ def relay(conn, read_fd, pid, limits, started, group=None):
                     conn.sendall(b"S " + line + b"\n")
             if len(pending) > line_cap:
                 return "flood", "the notebook wrote an over-long line of output", b"", total
+
+
+def _grader_gone(conn):
+    """The grader sends nothing after the job: a readable connection is one it closed (or junk,
+    read and dropped)."""
+    try:
+        return not conn.recv(1 << 16, socket.MSG_DONTWAIT)
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True
 
 
 def _exited(pid):

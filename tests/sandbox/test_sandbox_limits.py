@@ -316,3 +316,27 @@ def test_no_group_left_after_zygote_and_monitor_are_killed():
     with Zygote(preload=()) as fresh:
         assert fresh.alive()
         assert name not in cgroups.groups_of(PLAN, pid)
+
+
+def test_a_sandbox_whose_grader_goes_away_is_killed():
+    """The grading process dies mid-notebook (a task past its limit, killed; a stopped run): its
+    connection closes, and the monitor kills the sandbox and removes its group at once, instead
+    of letting it run to its own limit while the zygote serves others."""
+    with Zygote(preload=()) as zygote:
+        pid = zygote.process.pid
+        grader = os.fork()
+        if grader == 0:
+            try:
+                zygote.run(SLEEPER, LIMITS)
+            finally:
+                os._exit(0)
+        name = _wait_for_group(pid)
+        members = cgroups.Group(PLAN, name).pids()
+        os.kill(grader, signal.SIGKILL)
+        os.waitpid(grader, 0)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and name in cgroups.groups_of(PLAN, pid):
+            time.sleep(0.1)
+        assert name not in cgroups.groups_of(PLAN, pid), "the sandbox ran on without its grader"
+        assert members and not [p for p in members if running(p)]
+        assert zygote.alive()
