@@ -41,8 +41,9 @@ def _mapped_bytes() -> int:
 
 
 def run_bounded(fn, *args, timeout: float = 3.0, memory_bytes: int = MEMORY_LIMIT_BYTES,
-                max_output: int = MAX_OUTPUT_BYTES):
-    """Return `fn(*args)` (which must be JSON-serialisable), or raise Timeout / TooLarge / RuntimeError."""
+                max_output: int = MAX_OUTPUT_BYTES, started=None):
+    """Return `fn(*args)` (which must be JSON-serialisable), or raise Timeout / TooLarge / RuntimeError.
+    `started(pid)`, if given, is called with the child's pid once it runs (so that it can be stopped)."""
     if not hasattr(os, "fork"):  # pragma: no cover - not on this platform
         return fn(*args)
     read_fd, write_fd = os.pipe()
@@ -71,6 +72,8 @@ def run_bounded(fn, *args, timeout: float = 3.0, memory_bytes: int = MEMORY_LIMI
         finally:
             os._exit(status)
     os.close(write_fd)
+    if started is not None:
+        started(pid)
     chunks, size, deadline = [], 0, time.monotonic() + timeout
     try:
         while True:

@@ -126,6 +126,7 @@ class SandboxPlugin(WorkerPlugin):
         self.name = f"{PLUGIN}-{mode}-{digest[:16]}"
         self.zygote = None
         self.staging = None
+        self.running = {}    # task key -> pid of the child grading it
 
     def setup(self, worker=None):
         self.staging = owned_tempdir("chapter-staging-")
@@ -168,14 +169,37 @@ def grade_task(course: Course, student: str, key: str, limits: Limits, files: di
     if digest != code_digest():
         raise GraderMismatch("this worker's graders code differs from the grading process's; "
                              "install the same version of the course on every worker")
+    from distributed import get_worker
     plugin = _plugin(plugin)
     zygote = plugin.ready()
+    task = get_worker().get_current_task()
+    running = plugin.__dict__.setdefault("running", {})
     with tempfile.TemporaryDirectory(dir=plugin.staging) as tmp:
         unpack(files, Path(tmp, "submitted", "s"))
         unpack(sources, Path(tmp, "source"))
         here = replace(course, submitted=os.path.join(tmp, "submitted", "s"),
                        source_dir=os.path.join(tmp, "source"))
-        return grade_submission_bounded(here, student, zygote.socket_path, limits, key)
+        try:
+            return grade_submission_bounded(here, student, zygote.socket_path, limits, key,
+                                            started=lambda pid: running.__setitem__(task, pid))
+        finally:
+            running.pop(task, None)
+
+
+def abandon(keys: list, name: str, dask_worker) -> int:
+    """Stop this worker's gradings of the tasks `keys` (their grading process has stopped): kill
+    each one's grading child, whose sandbox then dies with its connection. Returns how many."""
+    plugin = dask_worker.plugins.get(name)
+    stopped = 0
+    for key in keys:
+        pid = getattr(plugin, "running", {}).get(key)
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                stopped += 1
+            except ProcessLookupError:
+                pass
+    return stopped
 
 
 def worker_isolation(name: str, dask_worker) -> dict:
@@ -200,7 +224,6 @@ def grade_on_cluster(address: str, course: Course, limits: Limits, todo: list, k
                      report, bar, isolate: bool = True, allow_degraded: bool = False) -> None:
     """Grade `todo` as one task per student on the cluster at `address`; record each result once."""
     from distributed import as_completed
-    from nbgrader.api import Gradebook
     with connect(address) as client:
         digest, sources = code_digest(), source_files(course)
         plugin = SandboxPlugin(isolate=isolate, digest=digest, allow_degraded=allow_degraded)
@@ -227,26 +250,49 @@ def grade_on_cluster(address: str, course: Course, limits: Limits, todo: list, k
         # files (thousands of submissions) never sit in this process's or the scheduler's memory
         window = max(8, IN_FLIGHT_PER_WORKER * report.workers)
         running = as_completed([submit() for _ in range(min(window, len(waiting)))])
-        with Gradebook(course.db_url, course.course_id) as gb:
-            for future in running:
-                if waiting:
-                    running.add(submit())
-                student = pending.pop(future)
-                try:
-                    answer = future.result()
-                    if "not_graded" in answer:
-                        report.failed[student] = str(answer["not_graded"])[:300]
-                        bar.update(1)
-                        future.release()
-                        continue
-                    result = SubmissionResult.from_json(answer["result"])
-                except Exception as exc:  # noqa: BLE001 - a lost task must not stop the class
-                    report.failed[student] = _why_failed(exc)
-                else:
-                    if student not in report.results:    # one result per student, written once
-                        accept(gb, course, journal, late, report, result)
-                bar.update(1)
-                future.release()
+        try:
+            _collect(running, waiting, pending, submit, course, journal, late, report, bar)
+        except BaseException:
+            # stopped (SIGTERM, SIGINT) or failed: cancel what is queued, stop what is running
+            client.cancel(list(pending))
+            _abandon_on_workers(client, [f.key for f in pending], plugin.name)
+            raise
+
+
+def _abandon_on_workers(client, keys: list, name: str, seconds: float = 15.0) -> None:
+    import concurrent.futures
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        pool.submit(client.run, abandon, keys, name).result(timeout=seconds)
+    except Exception:  # noqa: BLE001 - a worker that cannot be reached: its sandboxes stop at their limits
+        pass
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _collect(running, waiting, pending, submit, course, journal, late, report, bar) -> None:
+    """Record each result as it comes, keeping the window of tasks in flight full."""
+    from nbgrader.api import Gradebook
+    with Gradebook(course.db_url, course.course_id) as gb:
+        for future in running:
+            if waiting:
+                running.add(submit())
+            student = pending.pop(future)
+            try:
+                answer = future.result()
+                if "not_graded" in answer:
+                    report.failed[student] = str(answer["not_graded"])[:300]
+                    bar.update(1)
+                    future.release()
+                    continue
+                result = SubmissionResult.from_json(answer["result"])
+            except Exception as exc:  # noqa: BLE001 - a lost task must not stop the class
+                report.failed[student] = _why_failed(exc)
+            else:
+                if student not in report.results:    # one result per student, written once
+                    accept(gb, course, journal, late, report, result)
+            bar.update(1)
+            future.release()
 
 
 def _why_failed(exc: BaseException) -> str:

@@ -100,8 +100,9 @@ def warm_references(course: Course, student: str, after: "SubmissionResult | Non
 
 
 def grade_submission_bounded(course: Course, student: str, socket_path: str, limits: Limits,
-                             key: str = "") -> dict:
-    """`grade_submission` in a forked child with the task's time limit (for cluster workers).
+                             key: str = "", started=None) -> dict:
+    """`grade_submission` in a forked child with the task's time limit (for cluster workers);
+    `started(pid)` is told the child's pid.
 
     Returns {"result": SubmissionResult JSON} or {"not_graded": why}; never hangs.
     """
@@ -118,7 +119,7 @@ def grade_submission_bounded(course: Course, student: str, socket_path: str, lim
 
     seconds = task_seconds(course, limits)
     try:
-        out = run_bounded(work, timeout=seconds, memory_bytes=8 << 30, max_output=1 << 30)
+        out = run_bounded(work, timeout=seconds, memory_bytes=8 << 30, max_output=1 << 30, started=started)
     except Timeout:
         return {"not_graded": f"grading took longer than {seconds:g} s and was stopped"}
     except RuntimeError as exc:

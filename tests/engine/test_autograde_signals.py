@@ -80,3 +80,44 @@ def test_sigterm_mid_run_cleans_up_and_the_next_run_resumes(course, tmp_path, re
     assert sorted(report.results) == sorted(CLASS) and not report.failed
     assert all(r.notebooks[0].score == 4.0 for r in report.results.values())
     assert sorted(recorded(course)) == sorted(CLASS)
+
+
+def test_a_stopped_cluster_run_stops_its_sandboxes_on_the_workers(course, tmp_path, dask_cluster):
+    """SIGTERM to `chapter autograde --scheduler` while a worker runs a notebook that sleeps: the
+    run cancels its queued tasks and kills its running gradings, whose sandboxes die with them,
+    instead of sleeping on to their own limit (three minutes of wall clock here)."""
+    from distributed import Client
+    from graders.sandbox import cgroups
+    plan = cgroups.detect()
+    if "error" in plan:
+        pytest.skip(f"no control groups here: {plan['error']}")
+    sleepy = CLASS[0]
+    path = course / "submitted" / sleepy / ASSIGNMENT / f"{NB}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    answer.source = "import time\ntime.sleep(150)\n" + answer.source
+    nbformat.write(nb, path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "graders.cli", "autograde", ASSIGNMENT, "--course", str(course),
+               "--no-progress", "--scheduler", dask_cluster.address]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with Client(dask_cluster.address, timeout="30s") as client:
+        def sandboxes():
+            def groups(dask_worker):
+                return [name for plugin in dask_worker.plugins.values()
+                        if getattr(plugin, "zygote", None) is not None and plugin.zygote.process is not None
+                        for name in cgroups.groups_of(cgroups.detect(), plugin.zygote.process.pid)]
+            return [name for names in client.run(groups).values() for name in names]
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and process.poll() is None and \
+                not (len(recorded(course)) >= len(CLASS) - 1 and sandboxes()):
+            time.sleep(0.3)
+        assert process.poll() is None and sandboxes(), "the sleeping notebook was never seen running"
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 128 + signal.SIGTERM, err
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and sandboxes():
+            time.sleep(0.3)
+        assert not sandboxes(), "the stopped run's sandbox slept on on its worker"
+    assert sleepy not in recorded(course)
