@@ -1333,14 +1333,18 @@ def leave_when_orphaned():
     folder (HOME) after the grader, or the next one, has removed it. Call the result to stop it
     before the zygote forks anything."""
     import threading
-    done = threading.Event()
+    wake, woken = os.pipe()          # stop() writes here, so the thread ends without waiting on a timeout
 
     def watch():
-        while not done.is_set():
+        while True:
             try:
-                ready, _, _ = select.select([0], [], [], 0.2)
-                if ready and not os.read(0, 1 << 16):
+                ready, _, _ = select.select([0, wake], [], [])
+                if wake in ready:
+                    return
+                if not os.read(0, 1 << 16):
                     os._exit(0)
+            except InterruptedError:
+                continue
             except OSError:
                 os._exit(0)
 
@@ -1348,8 +1352,10 @@ def leave_when_orphaned():
     thread.start()
 
     def stop():
-        done.set()
+        os.write(woken, b"x")
         thread.join()
+        os.close(wake)
+        os.close(woken)
     return stop
 
 
