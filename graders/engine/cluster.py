@@ -172,8 +172,7 @@ def grade_task(course: Course, student: str, key: str, limits: Limits, files: di
     from distributed import get_worker
     plugin = _plugin(plugin)
     zygote = plugin.ready()
-    task = get_worker().get_current_task()
-    running = plugin.__dict__.setdefault("running", {})
+    task, running = get_worker().get_current_task(), plugin.running
     with tempfile.TemporaryDirectory(dir=plugin.staging) as tmp:
         unpack(files, Path(tmp, "submitted", "s"))
         unpack(sources, Path(tmp, "source"))
@@ -190,9 +189,10 @@ def abandon(keys: list, name: str, dask_worker) -> int:
     """Stop this worker's gradings of the tasks `keys` (their grading process has stopped): kill
     each one's grading child, whose sandbox then dies with its connection. Returns how many."""
     plugin = dask_worker.plugins.get(name)
+    running = plugin.running if plugin is not None else {}
     stopped = 0
     for key in keys:
-        pid = getattr(plugin, "running", {}).get(key)
+        pid = running.get(key)
         if pid is not None:
             try:
                 os.kill(pid, signal.SIGKILL)
