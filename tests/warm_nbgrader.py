@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from graders.engine.scratch import checked, nbgrader_env
+
 _CONTEXT = None
 # what nbgrader's commands import as they start (its apps, converters, gradebook and exchange), and
 # the main module (pytest's), which multiprocessing would otherwise run again in every child
@@ -78,8 +80,7 @@ def _command(args, cwd, env, out_path, err_path):
 
 def nbgrader(*args: str, cwd: Path, quiet: bool = True) -> subprocess.CompletedProcess:
     """Run one nbgrader command in the course directory `cwd` (see the module docstring)."""
-    bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = nbgrader_env()
     with tempfile.TemporaryDirectory(prefix="warm-nbgrader-") as tmp:
         out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
         for path in (out_path, err_path):
@@ -91,8 +92,4 @@ def nbgrader(*args: str, cwd: Path, quiet: bool = True) -> subprocess.CompletedP
             stdout = fh.read()
         with open(err_path, errors="replace") as fh:
             stderr = fh.read()
-    result = subprocess.CompletedProcess(["nbgrader", *args], process.exitcode, stdout, stderr)
-    if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
-        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{tail}")
-    return result
+    return checked(subprocess.CompletedProcess(["nbgrader", *args], process.exitcode, stdout, stderr), args)

@@ -16,9 +16,19 @@ from graders.sandbox.zygote import owned_scratch
 def nbgrader(*args: str, cwd: Path, quiet: bool = True) -> subprocess.CompletedProcess:
     """Run one nbgrader command in the course directory `cwd`."""
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    result = subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=cwd, env=env,
+    result = subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=cwd, env=nbgrader_env(),
                             capture_output=True, text=True)
+    return checked(result, args)
+
+
+def nbgrader_env() -> dict:
+    """This process's environment, with this Python's scripts first on PATH (nbgrader's kernels)."""
+    bin_dir = Path(sys.executable).parent
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def checked(result: subprocess.CompletedProcess, args) -> subprocess.CompletedProcess:
+    """`result`, or a RuntimeError with the end of its output if the command failed."""
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
         raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{tail}")
