@@ -2,8 +2,11 @@
 
 Every setting the course relies on is written out here, even where it equals
 nbgrader's default, so that an instructor can read the whole setup in one place.
-The course works from its own directory: the exchange is a folder under the
-course root (ignored by git), so no system path or root access is needed.
+The course folder is the instructor's alone (solutions, gradebook, submissions,
+feedback): students never enter it. The exchange, which every student writes into,
+is a folder of its own beside it (`<course>-exchange`), or wherever CHAPTER_EXCHANGE
+names: on a hub, one root that several courses share, one folder per course under it,
+as nbgrader lays out a shared exchange.
 """
 import os
 
@@ -30,9 +33,15 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 c.CourseDirectory.include = ["*"]
 c.CourseDirectory.max_file_size = 100000  # kB
 
-# --- the exchange: a folder inside the course -----------------------------------
-c.Exchange.root = os.path.join(here, "exchange")
+# --- the exchange: a folder of its own, outside the course ------------------------
+# On a hub, name the root every single-user server mounts (and every course on the hub
+# shares), e.g. CHAPTER_EXCHANGE=/srv/nbgrader/exchange, or write the path here.
+c.Exchange.root = os.environ.get("CHAPTER_EXCHANGE") or here.rstrip(os.sep) + "-exchange"
 c.Exchange.path_includes_course = True
+# Every folder a student puts in the exchange is hostile: collect takes a submission only
+# from the login it names (or the instructor's own account), follows no link, and sets the
+# rest aside where `chapter autograde`, `chapter serve` and `chapter report` show it.
+c.ExchangeFactory.collect = "graders.engine.exchange.CheckedCollect"
 
 # --- delimiters (nbgrader's defaults, stated) -----------------------------------
 c.ClearSolutions.begin_solution_delimeter = "BEGIN SOLUTION"

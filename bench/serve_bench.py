@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from graders.engine.scratch import make_course, nbgrader  # noqa: E402
+from graders.engine.course_dir import exchange_root  # noqa: E402
 
 ASSIGNMENT, COURSE_ID = "worked", "training-at-scale"
 
@@ -59,7 +60,7 @@ def land(course: Path, student: str, notebooks: list[str]) -> tuple[str, float]:
     """Write one submission into inbound as `nbgrader submit` does; (its secret, when it was complete)."""
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
     name = f"{student}+{ASSIGNMENT}+{stamp}+{base64.urlsafe_b64encode(os.urandom(9)).decode()}"
-    inbound = course / "exchange" / COURSE_ID / "inbound"
+    inbound = exchange_root(course) / COURSE_ID / "inbound"
     inbound.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=course))
     for nb in notebooks:
@@ -73,7 +74,7 @@ def land(course: Path, student: str, notebooks: list[str]) -> tuple[str, float]:
 
 def feedback_path(course: Path, secret: str, notebook: str) -> Path:
     from nbgrader.utils import notebook_hash
-    return course / "exchange" / COURSE_ID / "feedback" / f"{notebook_hash(secret=secret, notebook_id=notebook)}.html"
+    return exchange_root(course) / COURSE_ID / "feedback" / f"{notebook_hash(secret=secret, notebook_id=notebook)}.html"
 
 
 def wait_all(course: Path, pending: dict, timeout: float = 1800.0) -> dict:

@@ -130,3 +130,30 @@ def running(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(b")") + 2:][:1] != b"Z"
+
+
+# ---------------------------------------------------------------------- real unix accounts
+def unix_users(*names: str):
+    """Real login accounts `names` for students to be, removed afterwards whatever happens;
+    {name: uid}. A context manager; a test that cannot create users (not root) is skipped."""
+    import contextlib
+    import pwd
+
+    @contextlib.contextmanager
+    def accounts():
+        if os.geteuid() != 0:
+            pytest.skip("creating real unix users needs root")
+        made = []
+        try:
+            for name in names:
+                with contextlib.suppress(KeyError):      # left by a run killed before its clean-up
+                    pwd.getpwnam(name)
+                    subprocess.run(["userdel", "-f", name], capture_output=True)
+                subprocess.run(["useradd", "-M", "-s", "/bin/bash", name], check=True, capture_output=True)
+                made.append(name)
+            yield {name: pwd.getpwnam(name).pw_uid for name in names}
+        finally:
+            for name in made:
+                subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+                subprocess.run(["userdel", "-f", name], capture_output=True)
+    return accounts()

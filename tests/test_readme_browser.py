@@ -30,6 +30,7 @@ from tests.course.test_browser import (ARTIFACTS, Lab, browser, formgrader_actio
 from tests.course.test_offline_pages import RAW_FORMULAS, offline
 from tests.test_readme_paths import (COURSE_ID, REPO, clean_env, commands, fresh_course, readme_section,
                                      run, steps, student_setup)
+from graders.engine.course_dir import exchange_root
 
 pytestmark = pytest.mark.browser
 
@@ -100,7 +101,7 @@ def test_the_students_lab_as_the_readme_sets_it_up(tmp_path, page):  # noqa: F81
         fetched.locator(".list_item", has_text="worked").get_by_role("button", name="Submit").click()
         page.locator("#submitted_assignments_list").get_by_text("worked").first.wait_for()
         shot(page, "readme-student-04-submitted")
-        inbound = course / "exchange" / COURSE_ID / "inbound"
+        inbound = exchange_root(course) / COURSE_ID / "inbound"
         deadline = time.monotonic() + 30
         while not any(inbound.glob("*+worked+*")) and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -219,7 +220,7 @@ def test_the_instructors_path_as_the_readme_gives_it(tmp_path, page):  # noqa: F
         shot(page, "readme-instructor-4-feedback-released")
         modal.locator(".modal-footer button").first.click()
         modal.wait_for(state="hidden")
-        released = list((course / "exchange" / COURSE_ID / "feedback").glob("*.html"))
+        released = list((exchange_root(course) / COURSE_ID / "feedback").glob("*.html"))
         assert len(released) == len(students), released
         hidden = hidden_test_lines()
         assert len(hidden) >= 4, hidden

@@ -27,6 +27,7 @@ import pytest
 
 from graders.course import contract, gate
 from tests.conftest import copy_course
+from graders.engine.course_dir import exchange_root
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -94,7 +95,7 @@ def student_setup(course: Path, home: Path) -> tuple[dict, Path]:
     assert "/path/to/the/course/exchange" in config[0]
     (home / ".jupyter").mkdir(parents=True, exist_ok=True)
     (home / ".jupyter" / "nbgrader_config.py").write_text(
-        config[0].replace("/path/to/the/course/exchange", str(course / "exchange")))
+        config[0].replace("/path/to/the/course/exchange", str(exchange_root(course))))
     env = clean_env(HOME=str(home))
     for script in blocks(section[2], "sh"):
         run("set -e\n" + script, home, env)
@@ -124,7 +125,7 @@ def test_the_readme_paths_work_as_written_from_a_fresh_copy(tmp_path):
     env = clean_env()
     said = {line: run(line, course, env) for line in release}
     assert "Skipping existing assignment" in said["nbgrader generate_assignment worked"]
-    assert (course / "exchange" / COURSE_ID / "outbound" / "worked" / "w1-memory.ipynb").exists()
+    assert (exchange_root(course) / COURSE_ID / "outbound" / "worked" / "w1-memory.ipynb").exists()
 
     # the student, on her own machine, with the README's config and commands
     student_env, work = student_setup(course, tmp_path / "maria")
@@ -137,7 +138,7 @@ def test_the_readme_paths_work_as_written_from_a_fresh_copy(tmp_path):
     assert mine.exists(), f"fetch put nothing at {mine}"
     shutil.copy(REPO / "solutions" / "worked" / "w1-memory.ipynb", mine)   # her finished work
     run(terminal[1], work, student_env)
-    inbound = course / "exchange" / COURSE_ID / "inbound"
+    inbound = exchange_root(course) / COURSE_ID / "inbound"
     filed = sorted(p.name.split("+")[0] for p in inbound.iterdir())
     assert filed == [student], f"the exchange filed the work as {filed}, not as {student}"
 

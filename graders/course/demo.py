@@ -75,6 +75,8 @@ def instructor(course: Path):
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    # the demo's class is one account on one machine: its exchange stays in the demo's folder
+    config.Exchange.root = str(course / "exchange")
     return NbGraderAPI(config=config, log=_quiet_log())
 
 

@@ -89,6 +89,7 @@ class ClassData:
     students: list
     evidence_rows: int
     seconds: dict = field(default_factory=dict)
+    set_aside: list = field(default_factory=list)    # (inbound folder, student it names, why)
 
 
 def _problem(name: str):
@@ -430,6 +431,12 @@ def render_html(data: ClassData, per_item: list, images: dict) -> str:
              f"<p>{len(data.students)} students with a submission; "
              f"{data.evidence_rows} check verdicts kept by the grading engine.</p>",
              f'<p class="rules">{html.escape(RULES)}</p>']
+    if data.set_aside:
+        parts += ["<h2>Submissions set aside</h2>",
+                  "<p>Each names a student other than the login that submitted it. None was collected, "
+                  "graded or served as the student it names; that student's own submission stands.</p>",
+                  _html_table(["inbound folder", "names", "why"], [list(row) for row in data.set_aside],
+                              "set-aside")]
     if not data.evidence_rows:
         parts.append("<p><strong>No check evidence was found</strong>: this assignment was graded by plain "
                      "<code>nbgrader autograde</code>. Grade it with <code>chapter autograde</code> to see "
@@ -466,6 +473,9 @@ def render_text(data: ClassData, per_item: list) -> str:
            _text_table(OVERVIEW_COLUMNS, [list(t.overview.values()) for t in per_item]), "",
            "the five most common mistakes:",
            _text_table(["item", "mistake", "students", "feedback"], top_mistakes(per_item))]
+    if data.set_aside:
+        out += ["", "submissions set aside (another login named this student):"]
+        out += [f"  {folder}: names {student}; {why}" for folder, student, why in data.set_aside]
     for t in per_item:
         out += ["", f"== {t.item.name}", _text_table(CHECK_COLUMNS[1:], [r[1:] for r in t.checks])]
         if t.mistakes:
@@ -502,6 +512,8 @@ def build_report(root, assignment: str, out: Path | None = None) -> Written:
     seconds = {}
     started = time.perf_counter()
     data = collect(root, assignment)
+    from graders.engine.exchange import read_set_aside
+    data.set_aside = [(e.folder, e.claimed, e.why) for e in read_set_aside(root, assignment)]
     seconds["reading the database"] = time.perf_counter() - started
     mark = time.perf_counter()
     per_item = tables(data)

@@ -47,10 +47,11 @@ import sys
 import time
 from pathlib import Path
 
+from graders.engine.exchange import close_course, set_aside_lines
 from graders.engine.course_dir import _quiet, check_data_files, discover, limits_from, load_config, load_course
 from graders.engine.grading import SubmissionResult, grade_submission, task_seconds, warm_references
 from graders.engine.journal import Journal, fingerprint, submission_key
-from graders.engine.record_io import _artifacts_present, accept, record, write_autograded
+from graders.engine.record_io import _artifacts_present, accept, untimed
 from graders.engine.signals import Stopped, _stop_signals
 from graders.engine.summary import Report, isolation_warnings
 from graders.sandbox.zygote import Limits, SandboxUnavailable, Zygote
@@ -135,6 +136,8 @@ def _grade_course(root, assignment, started, zygote, workers, limits, force, pro
     limits = limits or limits_from(config)
     workers = workers or default_workers()
     report = Report(assignment, workers=workers)
+    report.set_aside = set_aside_lines(root, assignment)
+    close_course(root, course.db_url)      # and warns, once, when other accounts can reach the course
     everyone = discover(course)
     if students is not None:
         everyone = [s for s in everyone if s in students]
@@ -156,10 +159,13 @@ def _grade_course(root, assignment, started, zygote, workers, limits, force, pro
             # graded before (perhaps by a run killed halfway): re-apply what is not yet recorded
             result = SubmissionResult.from_json(entry["result"])
             if entry["state"] != "recorded" or not _artifacts_present(gb, course, result):
-                record(gb, course, result, late.plugin_inst)
-                write_autograded(course, result)
-                journal.put(result, "recorded")
-            report.results[student] = result
+                if not accept(gb, course, journal, late.plugin_inst, report, result, state="recorded"):
+                    continue          # that student's failure, reported; the class goes on
+            else:
+                report.results[student] = result
+                why = untimed(course, student)
+                if why:
+                    report.untimed[student] = why
             report.reused += 1
     if todo and scheduler:
         from graders.engine.cluster import grade_on_cluster

@@ -77,6 +77,13 @@ def load_config(root: Path):
     return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
 
 
+def exchange_root(root: Path, config=None) -> Path:
+    """The exchange the course at `root` releases into and collects from (nbgrader's default
+    when its config names none)."""
+    config = config if config is not None else load_config(Path(root))
+    return Path(config.Exchange.get("root", "/srv/nbgrader/exchange"))
+
+
 def load_course(root: Path, assignment: str, config=None) -> Course:
     from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.coursedir import CourseDirectory
@@ -213,26 +220,25 @@ def fit_files(files: dict, limits: Limits) -> tuple[dict, list[str]]:
 
 
 def discover(course: Course) -> list[str]:
-    """Student ids with a submission of the assignment (directory names, never notebook content)."""
-    import glob
-    pattern = Path(course.submitted.format(student="*"))
+    """Student ids with a submission of the assignment (directory names, never notebook content).
+
+    Every name counts, a dot-named one included (a glob would skip it in silence)."""
+    template = Path(course.submitted.format(student="\0"))
+    parts = template.parts
+    at = next(i for i, part in enumerate(parts) if "\0" in part)
+    head, rest = Path(*parts[:at]), parts[at + 1:]
+    prefix, suffix = parts[at].split("\0", 1)
     students = []
-    for path in sorted(glob.glob(str(pattern))):
-        student = _student_of(course, Path(path))
-        if student and student not in course.excluded_students and Path(path).is_dir() \
-                and not Path(path).is_symlink():
+    try:
+        names = sorted(os.listdir(head))
+    except OSError:
+        return students
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(suffix)) or len(name) < len(prefix) + len(suffix):
+            continue
+        student = name[len(prefix):len(name) - len(suffix)]
+        path = head / name / Path(*rest) if rest else head / name
+        if student and student not in course.excluded_students and path.is_dir() and not path.is_symlink() \
+                and not (head / name).is_symlink():
             students.append(student)
     return students
-
-
-def _student_of(course: Course, path: Path) -> str | None:
-    template = Path(course.submitted.format(student="\0"))
-    parts, got = template.parts, path.parts
-    if len(parts) != len(got):
-        return None
-    for want, have in zip(parts, got):
-        if "\0" in want:
-            return have
-        if want != have:
-            return None
-    return None

@@ -147,14 +147,23 @@ def grade_notebook(course, instructor, student, path, socket_path, limits) -> No
     points = sum(float(c.max_score) for c in instructor.grade_cells)
     out = NotebookResult(instructor.name, max_score=points)
     if not path.exists() and not path.is_symlink():
-        out.status = "missing"
-        out.grades = {c.name: 0.0 for c in instructor.grade_cells}
-        out.reasons.append("the notebook was not submitted")
-        return out
+        found, why = handed_in_instead(course, path.parent, instructor.name)
+        if found is None:
+            out.status = "missing"
+            out.grades = {c.name: 0.0 for c in instructor.grade_cells}
+            out.reasons.append(why)
+            return out
+        out.notes.append(f"graded from `{found.relative_to(path.parent)}`, handed in instead of "
+                         f"`{instructor.name}.ipynb`")
+        path = found
     try:
         nb = read_submission(path)
-        nb, out.notes = sanitize(nb, instructor, course.assignment, student,
-                                 course.begin_hidden, course.end_hidden)
+        foreign = other_notebook(nb, instructor, course)
+        if foreign:
+            return broken(out, instructor, course, foreign)
+        nb, notes = sanitize(nb, instructor, course.assignment, student,
+                             course.begin_hidden, course.end_hidden)
+        out.notes += notes
     except Exception as exc:  # noqa: BLE001 - any unreadable notebook scores 0 with its reason
         return broken(out, instructor, course, _why_broken(exc))
     try:
@@ -172,6 +181,90 @@ def grade_notebook(course, instructor, student, path, socket_path, limits) -> No
         out.notes, out.notebook = [], None
         return broken(out, instructor, course, f"the grader could not grade this notebook ({exc!r:.200})")
     return out
+
+
+_COPY_MARK = re.compile(r"(?: \(\d+\)| ?- ?copy\d*| copy(?: \d+)?)$", re.IGNORECASE)
+MAX_LOOKED_AT = 200          # entries of a submission looked at for a notebook handed in under another name
+
+
+def handed_in_instead(course: Course, folder: Path, name: str) -> tuple[Path | None, str]:
+    """The notebook a student handed in for `name` under another name or one folder down
+    (`w1-memory (1).ipynb`, `w1-memory-Copy1.ipynb`, `worked/w1-memory.ipynb`), when there is
+    exactly one; else (None, what the instructor and the student are told)."""
+    expected = set(course.notebooks)
+    others, matches, seen = [], [], 0
+    for here, dirs, files in os.walk(folder):
+        depth = len(Path(here).relative_to(folder).parts)
+        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints" and depth < 3)
+        for file in sorted(files):
+            seen += 1
+            if seen > MAX_LOOKED_AT:
+                break
+            path = Path(here) / file
+            if not file.endswith(".ipynb") or path.is_symlink() or not path.is_file():
+                continue
+            stem = file[:-len(".ipynb")]
+            if depth == 0 and stem in expected:
+                continue
+            (matches if _COPY_MARK.sub("", stem) == name else others).append(path)
+    if len(matches) == 1:
+        return matches[0], ""
+    why = "the notebook was not submitted"
+    handed = matches + others
+    if handed:
+        shown = ", ".join(f"`{p.relative_to(folder)}`" + (f" (a notebook of assignment {a})" if a else "")
+                          for p in handed[:5] for a in [_other_assignment(course, p.stem)])
+        why += f" under its name `{name}.ipynb`; the submission holds {shown}"
+        if len(matches) > 1:
+            why += " (more than one could be it: hand in one, named as released)"
+    return None, why
+
+
+def _other_assignment(course: Course, stem: str) -> str:
+    """The other assignment that has a notebook `stem` ("" when none has): the problem library's
+    word for a chapter's item, else the course's release/ folder."""
+    from graders import problems
+    with contextlib.suppress(Exception):
+        if problems.known(stem) and problems.get(stem).assignment not in ("", course.assignment):
+            return problems.get(stem).assignment
+    release = Path(course.root) / "release"
+    try:
+        for assignment in sorted(os.listdir(release)):
+            if assignment != course.assignment and (release / assignment / f"{stem}.ipynb").is_file():
+                return assignment
+    except OSError:
+        pass
+    return ""
+
+
+_TITLE = re.compile(r"^#\s+([A-Za-z0-9][\w.-]*)\s+·")
+
+
+def other_notebook(nb, instructor, course: Course) -> str:
+    """Why `nb` is another notebook handed in under this one's name ("" when it is not known to be).
+
+    A notebook is this one when any of the instructor's locked cells is in it as released.
+    When none is and its first heading (`# e03-adam · ...`) names another item, it is that
+    item's notebook; else it is graded as this one (an emptied notebook, edited cells)."""
+    locked = {c.source.strip() for c in instructor.source_cells if c.locked and (c.source or "").strip()}
+    if not locked:
+        return ""
+    cells = [c for c in nb.get("cells", []) if isinstance(c, dict) and isinstance(c.get("source"), (str, list))]
+    sources = {("".join(c["source"]) if isinstance(c["source"], list) else c["source"]).strip() for c in cells}
+    if locked & sources:
+        return ""
+    for cell in cells:
+        if cell.get("cell_type") == "markdown":
+            text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            title = _TITLE.match(text.strip())
+            if title and title.group(1) != instructor.name:
+                other = title.group(1)
+                where = _other_assignment(course, other)
+                where = f" (assignment {where})" if where else ""
+                return (f"this is not {instructor.name}: it is the notebook of {other}{where}, handed in as "
+                        f"`{instructor.name}.ipynb`, so it was not graded")
+            break
+    return ""      # not named: graded as this notebook, its missing cells re-added (and said)
 
 
 def broken(out: NotebookResult, instructor, course, reason: str) -> NotebookResult:

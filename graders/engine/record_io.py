@@ -7,16 +7,26 @@ import os
 from pathlib import Path
 
 from graders.engine.course_dir import Course
+from graders.engine.times import naive_utc, read_timestamp, submission_time
 from graders.engine.grading import SubmissionResult
 from graders.engine.signals import _uninterrupted
 
 
-def record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> None:
-    """Write one submission's grades into nbgrader's gradebook (values are set, never added)."""
+def record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> str:
+    """Write one submission's grades into nbgrader's gradebook (values are set, never added).
+
+    Returns why the submission has no usable time ("" when it has one): the student's side
+    wrote timestamp.txt, so a time that does not parse or is out of range is refused, and the
+    submission is recorded without a time (so with no late penalty), flagged by the caller.
+    """
     import warnings
     with warnings.catch_warnings(), writer_lock(gb, course.course_id, result.student):
         warnings.simplefilter("ignore")   # SQLAlchemy's autoflush notes inside nbgrader's own API
-        _record(gb, course, result, late_plugin)
+        try:
+            return _record(gb, course, result, late_plugin)
+        except BaseException:
+            gb.db.rollback()     # nothing half-written is left for the next student's commit
+            raise
 
 
 @contextlib.contextmanager
@@ -47,18 +57,15 @@ def writer_lock(gb, course_id: str, student: str):
             conn.commit()
 
 
-def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> None:
-    from nbgrader.utils import parse_utc
+def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> str:
     student, assignment = result.student, course.assignment
     gb.update_or_create_student(student)
-    timestamp = _timestamp(course.submission_dir(student))
-    if timestamp is not None:
-        try:
-            submission = gb.update_or_create_submission(assignment, student, timestamp=parse_utc(timestamp))
-        except ValueError:
-            submission = gb.update_or_create_submission(assignment, student)
+    text = read_timestamp(course.submission_dir(student))
+    moment, why = submission_time(text) if text is not None else (None, "")
+    if moment is not None:
+        submission = gb.update_or_create_submission(assignment, student, timestamp=naive_utc(moment))
     else:
-        submission = gb.update_or_create_submission(assignment, student)
+        submission = gb.update_or_create_submission(assignment, student, timestamp=None)
     from nbgrader.api import Grade
     for nb in result.notebooks:
         snb = gb.find_submission_notebook(nb.name, assignment, student)
@@ -90,14 +97,13 @@ def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> N
                 if penalty is not None:
                     snb.late_submission_penalty = min(max(penalty, 0), snb.score)
         gb.db.commit()
+    return why
 
 
-def _timestamp(folder: Path):
-    path = folder / "timestamp.txt"
-    if path.is_file() and not path.is_symlink():
-        text = path.read_text(errors="replace").strip()
-        return text or None
-    return None
+def untimed(course: Course, student: str) -> str:
+    """Why the student's submission has no usable time ("" when it has one, or has none at all)."""
+    text = read_timestamp(course.submission_dir(student))
+    return submission_time(text)[1] if text is not None else ""
 
 
 def write_autograded(course: Course, result: SubmissionResult) -> None:
@@ -141,11 +147,24 @@ def _artifacts_present(gb, course, result) -> bool:
     return all((folder / f"{nb.name}.ipynb").exists() for nb in result.notebooks if nb.notebook is not None)
 
 
-def accept(gb, course, journal, late, report, result: SubmissionResult) -> None:
-    """Keep one graded submission: journal it, record it in the gradebook, write its notebooks."""
+def accept(gb, course, journal, late, report, result: SubmissionResult, state: str = "graded") -> bool:
+    """Keep one graded submission: journal it, record it in the gradebook, write its notebooks.
+
+    A failure to record it is that student's alone: they are reported NOT RECORDED (no grade,
+    never a 0), the others go on, and the journal keeps the grading, so the next run records
+    it again without grading it again. False when it could not be recorded.
+    """
     with _uninterrupted():
-        journal.put(result, "graded")
-        record(gb, course, result, late)
-        write_autograded(course, result)
+        if state == "graded":
+            journal.put(result, "graded")
+        try:
+            untimed = record(gb, course, result, late)
+            write_autograded(course, result)
+        except Exception as exc:  # noqa: BLE001 - one student's bad data never stops the class
+            report.failed[result.student] = f"could not be recorded ({type(exc).__name__}: {exc})"[:300]
+            return False
+        if untimed:
+            report.untimed[result.student] = untimed
         journal.put(result, "recorded")
         report.results[result.student] = result
+        return True

@@ -33,10 +33,10 @@ import shutil
 import time
 from collections import OrderedDict, deque
 from dataclasses import asdict, dataclass, field, replace
-from datetime import timezone
 from pathlib import Path
 
 from graders.engine import course_dir
+from graders.engine import exchange
 from graders.engine import grading
 from graders.engine.journal import Journal, fingerprint, submission_key
 from graders.engine import record_io
@@ -134,15 +134,16 @@ def counted(attempts: list[Attempt], policy: Policy, duedate) -> Attempt | None:
     if policy.counts == "best":
         return max(graded, key=lambda a: (a.score or 0.0, a.timestamp))
     if duedate is not None:
-        on_time = [a for a in graded if _parse_time(a.timestamp) <= duedate]
+        on_time = [a for a in graded if (moment := _parse_time(a.timestamp)) is not None and moment <= duedate]
         if on_time:
             return on_time[-1]
     return graded[-1]
 
 
 def _parse_time(text: str):
-    from nbgrader.utils import parse_utc
-    return parse_utc(text)
+    """The student's time as nbgrader keeps it (UTC, no zone), or None when it is unusable."""
+    moment, _ = exchange.submission_time(text)
+    return None if moment is None else exchange.naive_utc(moment)
 
 
 # ============================================================================ the exchange
@@ -179,30 +180,23 @@ def complete_submissions(inbound: Path, assignments: set[str]) -> list[tuple[str
 
 
 def collect_one(config, root: Path, assignment: str, student: str, folder: str) -> None:
-    """Copy one inbound submission to submitted/<student>/<assignment>/, as `nbgrader collect` does."""
+    """Copy one inbound submission to submitted/<student>/<assignment>/, as the course's collect
+    does (exchange.CheckedCollect: its owner checked, no link followed)."""
     from nbgrader.coursedir import CourseDirectory
-    from nbgrader.exchange.default.collect import ExchangeCollect
-
-    class CollectOne(ExchangeCollect):
-        """nbgrader's collect, for exactly one inbound folder (not the student's newest)."""
-
-        def init_src(self):
-            super().init_src()
-            self.src_records = [self._path_to_record(os.path.join(self.inbound_path, folder))]
-
-        def copy_files(self):
-            rec = self.src_records[0]
-            dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment)
-            if os.path.isdir(dest):
-                shutil.rmtree(dest)
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            self.do_copy(os.path.join(self.inbound_path, rec["filename"]), dest)
-
     coursedir = CourseDirectory(config=config, root=str(root))
     coursedir.assignment_id, coursedir.student_id = assignment, student
-    app = CollectOne(coursedir=coursedir, config=config, log=course_dir._quiet)
-    app.update = True
-    app.start()
+    app = exchange.CheckedCollect(coursedir=coursedir, config=config, log=course_dir._quiet)
+    app.inbound_path = str(inbound_path(coursedir, app.root))
+    records = app.records(folders=[folder])
+    if not records or records[0]["username"] != student:
+        raise RuntimeError("the submission was set aside: " + "; ".join(
+            e.why for e in exchange.read_set_aside(root, assignment) if e.folder == folder))
+    dest = coursedir.format_path(coursedir.submitted_directory, student, assignment)
+    if os.path.isdir(dest):
+        shutil.rmtree(dest)
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    exchange.close_folder(Path(root) / coursedir.submitted_directory)
+    app.copy_one(os.path.join(app.inbound_path, folder), dest, records[0]["owner"])
 
 
 def release_refusal(config, root: Path, assignment: str, folder: str, why: str) -> None:
@@ -274,6 +268,7 @@ class Service:
         self.coursedir = CourseDirectory(config=self.config, root=str(self.root))
         exchange_root = self.config.Exchange.get("root", "/srv/nbgrader/exchange")
         self.inbound = inbound_path(self.coursedir, exchange_root)
+        exchange.close_course(self.root, self.coursedir.db_url)
         self.courses = {}
         for assignment in self.assignments:
             course = course_dir.load_course(self.root, assignment, self.config)
@@ -413,11 +408,17 @@ class Service:
             return False
         graded = [a for a in attempts if a.state in ("graded", "grading") and a is not mine]
         why = ""
-        if self.policy.attempts is not None and len(graded) >= self.policy.attempts:
+        forged = exchange.refusal(self.inbound / job.folder, job.student)
+        if forged:
+            if exchange.set_aside(self.root, job.assignment, job.folder, job.student, forged):
+                self.say(f"SET ASIDE {job.folder}: {forged}; not collected, graded or served as {job.student}")
+            why = (f"This submission names the student {job.student}, but another login submitted it. "
+                   "A submission is only ever graded as the login that submits it.")
+        elif self.policy.attempts is not None and len(graded) >= self.policy.attempts:
             why = (f"You have used all {self.policy.attempts} graded attempts for {job.assignment}, "
                    "so this submission was not graded.")
         elif graded and self.policy.min_interval > 0:
-            wait = self.policy.min_interval - (_epoch(job.timestamp) - _epoch(graded[-1].timestamp))
+            wait = self.policy.min_interval - _apart(mine, graded[-1])
             if wait > 0:
                 why = (f"Graded attempts must be at least {self.policy.min_interval:g} s apart; this one came "
                        f"{self.policy.min_interval - wait:.0f} s after your last, so it was not graded. "
@@ -485,11 +486,13 @@ class Service:
             record_io.write_autograded(course, result)
 
 
-def _epoch(timestamp: str) -> float:
-    moment = _parse_time(timestamp)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
+def _apart(later: Attempt, earlier: Attempt) -> float:
+    """Seconds between two attempts, by the students' times; by their arrival when either
+    time is unusable (a student's clock cannot buy an attempt)."""
+    a, b = _parse_time(later.timestamp), _parse_time(earlier.timestamp)
+    if a is None or b is None:
+        return later.arrived - earlier.arrived
+    return (a - b).total_seconds()
 
 
 # ============================================================================ in a worker
@@ -521,8 +524,11 @@ def _serve_task(request):
     from nbgrader.preprocessors import AssignLatePenalties
     late = AssignLatePenalties(config=_SERVE["config"], log=course_dir._quiet)
     late.init_plugin()
+    kept = summary.Report(assignment)
     with recording(_SERVE["root"]), Gradebook(course.db_url, course.course_id) as gb:
-        record_io.accept(gb, course, journal, late.plugin_inst, summary.Report(assignment), result)
+        record_io.accept(gb, course, journal, late.plugin_inst, kept, result)
+    if student in kept.failed:
+        return "failed", kept.failed[student]
     released = release_feedback(_SERVE["config"], _SERVE["root"], assignment, student)
     grading.warm_references(course, student, after=result)   # once the student has the feedback
     return "ok", (result, released)

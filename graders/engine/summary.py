@@ -13,6 +13,8 @@ class Report:
     results: dict = field(default_factory=dict)       # student -> SubmissionResult
     reused: int = 0                                    # submissions taken from the journal
     failed: dict = field(default_factory=dict)         # student -> why it could not be graded
+    untimed: dict = field(default_factory=dict)        # student -> why their submission has no usable time
+    set_aside: list = field(default_factory=list)      # lines: submissions refused for another's name
     seconds: float = 0.0
     workers: int = 0
     isolation: dict = field(default_factory=dict)
@@ -48,6 +50,9 @@ class Report:
                          "the student's code could have changed their outcome")
         for student, why in sorted(self.failed.items()):
             lines.append(f"NOT GRADED {student}: {why}")
+        for student, why in sorted(self.untimed.items()):
+            lines.append(f"NO USABLE TIME {student}: {why}; graded, with no late penalty applied")
+        lines += self.set_aside
         layers = self.layers_in_effect()
         if layers:
             lines.append(f"isolation in effect: {layers}")

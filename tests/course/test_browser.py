@@ -29,6 +29,7 @@ import pytest
 
 from tests.warm_nbgrader import nbgrader
 from graders.variants import variant_for
+from graders.engine.course_dir import exchange_root
 
 pytestmark = pytest.mark.browser
 
@@ -134,7 +135,7 @@ def student_env(course: Path) -> tuple[dict, Path]:
     (home / ".jupyter").mkdir(parents=True, exist_ok=True)
     (home / ".jupyter" / "nbgrader_config.py").write_text(
         "c = get_config()\n"
-        f"c.Exchange.root = {str(course / 'exchange')!r}\n"
+        f"c.Exchange.root = {str(exchange_root(course))!r}\n"
         "c.Exchange.path_includes_course = True\n"
         f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
         f"c.CourseDirectory.student_id = {STUDENT!r}\n")
@@ -254,7 +255,7 @@ def test_student_fetches_answers_validates_and_submits(course, page):
         fetched.locator(".list_item", has_text="worked").get_by_role("button", name="Submit").click()
         page.locator("#submitted_assignments_list").get_by_text("worked").first.wait_for()
         shot(page, "student-07-submitted")
-        inbound = course / "exchange" / COURSE_ID / "inbound"
+        inbound = exchange_root(course) / COURSE_ID / "inbound"
         arrived = sorted(p.name for p in inbound.glob(f"{STUDENT}+worked+*"))
         assert arrived, f"nothing in {inbound}"
         assert list(inbound.glob(f"{STUDENT}+worked+*/w1-memory.ipynb"))

@@ -24,6 +24,7 @@ from graders.engine.scratch import make_course
 from tests.warm_nbgrader import nbgrader
 from graders.course.demo import fill
 from tests.conftest import running
+from graders.engine.course_dir import exchange_root
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +45,7 @@ class Course:
             fh.write("\n" + policy + "\n")
         nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=self.root)
         nbgrader("release_assignment", ASSIGNMENT, "--force", cwd=self.root)
-        self.exchange = ["--Exchange.root=" + str(self.root / "exchange"),
+        self.exchange = ["--Exchange.root=" + str(exchange_root(self.root)),
                          f"--CourseDirectory.course_id={COURSE_ID}"]
         self.service = None
 
@@ -172,7 +173,7 @@ def test_bad_input_gets_a_clear_outcome(served):
     home = served.student("bob")
     (home / ASSIGNMENT / f"{NB}.ipynb").write_text("{ this is not a notebook")
     served.as_student("bob", "submit", ASSIGNMENT, "--student=bob")
-    foreign = served.root / "exchange" / COURSE_ID / "inbound" / "eve+practice+2026-01-01 00:00:00.000000 UTC+x"
+    foreign = exchange_root(served.root) / COURSE_ID / "inbound" / "eve+practice+2026-01-01 00:00:00.000000 UTC+x"
     foreign.mkdir(parents=True)
     (foreign / "timestamp.txt").write_text("2026-01-01 00:00:00.000000 UTC")
     (foreign / "submission_secret.txt").write_text("0" * 128)

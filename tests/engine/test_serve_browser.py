@@ -22,6 +22,7 @@ from graders.variants import variant_for
 from tests.course.test_browser import (ARTIFACTS, COURSE_ID, STUDENT, Lab, browser, page, run_menu,  # noqa: F401
                                 shot, student_env)
 from tests.engine.test_serve import ASSIGNMENT, NB, Course
+from graders.engine.course_dir import exchange_root
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -168,7 +169,7 @@ def test_student_submits_fetches_feedback_fixes_and_is_refused(tmp_path, page): 
         page.locator(".jp-LabShell").wait_for()
         page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").wait_for()
         run_menu(page, "Nbgrader", "Assignment List")
-        panel = AssignmentList(page, home, course.root / "exchange")
+        panel = AssignmentList(page, home, exchange_root(course.root))
         page.locator("#released_assignments_list").get_by_text(ASSIGNMENT).wait_for()
         shot(page, "serve-01-released")
 
@@ -203,7 +204,7 @@ def test_student_submits_fetches_feedback_fixes_and_is_refused(tmp_path, page): 
 
         # no feedback page the student can read gives away the hidden tests, an answer or a direction
         pages = sorted((home / COURSE_ID / ASSIGNMENT / "feedback").glob(f"*/{NB}.html"))
-        pages += sorted((course.root / "exchange" / COURSE_ID / "feedback").glob("*.html"))
+        pages += sorted((exchange_root(course.root) / COURSE_ID / "feedback").glob("*.html"))
         assert len(pages) == 6, pages            # three fetched, and the three released in the exchange
         for path in pages:
             assert not leaks(path.read_text()), f"{path} gives away {leaks(path.read_text())}"

@@ -1,0 +1,336 @@
+"""The exchange as the instructor's side reads it: every folder a student puts there is hostile input.
+
+Three guards, used by plain `nbgrader collect` (through `CheckedCollect`, named in the
+course's `nbgrader_config.py` as `c.ExchangeFactory.collect`), by `chapter serve` and by
+`chapter autograde`:
+
+- **Identity.** `nbgrader submit --student=alice` lets any login file a submission under
+  any name. The inbound folder is created by the submitting process, so its owner is the
+  login that submitted it, and a student cannot give a folder to somebody else. A
+  submission is accepted as `alice`'s only when the login `alice` owns it, or when the
+  instructor's own account does (a course on one machine, where every file is the
+  instructor's). Anything else is set aside: never collected, graded or served as the
+  student it names, and written to the course's set-aside ledger, which `chapter
+  autograde`, `chapter serve` and `chapter report` show the instructor.
+- **Copying.** The copy follows no link and reads only regular files owned by the
+  submitter (a link to the gradebook, a FIFO that would block a read forever, or a file
+  of someone else's is left out and named), within nbgrader's size limits.
+- **Time.** The time a student's side wrote (folder name, `timestamp.txt`) is parsed
+  without trusting it: anything that does not parse, or lies outside a plausible range,
+  is refused for that student with a reason, and the submission is graded with no
+  usable time (flagged, never given a late penalty by accident).
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import shutil
+import stat
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from nbgrader.exchange.default.collect import ExchangeCollect
+
+from graders.engine.record_io import _atomic_write
+from graders.engine.times import naive_utc, read_timestamp, submission_time
+
+LEDGER = Path(".chapter") / "set-aside"
+MAX_ENTRIES = 10_000                     # files and folders copied from one submission
+
+
+# ============================================================================ identity
+def login_of(uid: int) -> str:
+    import pwd
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def refusal(folder: Path, claimed: str) -> str:
+    """Why the inbound `folder` may not be taken as `claimed`'s submission ("" when it may)."""
+    try:
+        info = os.lstat(folder)
+    except OSError as exc:
+        return f"the submission cannot be read ({exc.strerror})"
+    if not stat.S_ISDIR(info.st_mode):
+        return "the submission is a link or not a folder"
+    if info.st_uid == os.geteuid():        # the instructor's own account: a course on one machine
+        return ""
+    login = login_of(info.st_uid)
+    if login == claimed:
+        return ""
+    return f"it claims to be {claimed}'s submission, but the login {login} submitted it"
+
+
+@dataclass
+class SetAside:
+    folder: str            # the inbound folder's name
+    claimed: str           # the student it names
+    why: str
+    seen: float            # when the instructor's side first refused it
+
+
+def ledger_path(root: Path, assignment: str) -> Path:
+    return Path(root) / LEDGER / f"{assignment}.json"
+
+
+def set_aside(root: Path, assignment: str, folder: str, claimed: str, why: str) -> bool:
+    """Keep a refused submission in the ledger; True when it is new there."""
+    entries = {e.folder: e for e in read_set_aside(root, assignment)}
+    if folder in entries:
+        return False
+    entries[folder] = SetAside(folder, claimed, why, time.time())
+    path = ledger_path(root, assignment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    _atomic_write(path, json.dumps([asdict(e) for e in entries.values()], indent=1).encode(), 0o600)
+    return True
+
+
+def read_set_aside(root: Path, assignment: str) -> list[SetAside]:
+    try:
+        data = json.loads(ledger_path(root, assignment).read_text())
+        return [SetAside(**e) for e in data]
+    except (OSError, ValueError, TypeError):
+        return []
+
+
+def set_aside_lines(root: Path, assignment: str) -> list[str]:
+    """The ledger as the summaries print it: one line a refused submission."""
+    return [f"SET ASIDE {e.folder}: {e.why}; not collected, graded or served as {e.claimed}"
+            for e in sorted(read_set_aside(root, assignment), key=lambda e: e.seen)]
+
+
+# ============================================================================ copying
+def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
+              owner: int | None = None) -> list[str]:
+    """Copy the folder `src` to `dest` following no link; what was left out, one line each.
+
+    Only folders and regular files are copied, and with `owner` only files that uid owns;
+    `ignore(dir, names)` is nbgrader's ignore callable. Past `max_bytes` or MAX_ENTRIES the
+    rest is left out.
+    """
+    left_out, total, count = [], 0, 0
+
+    def walk(here: str, there: str, rel: str):
+        nonlocal total, count
+        os.makedirs(there, exist_ok=True)
+        try:
+            names = sorted(os.listdir(here))
+        except OSError as exc:
+            left_out.append(f"{rel or '.'}: not readable ({exc.strerror})")
+            return
+        skipped = set(ignore(here, names)) if ignore is not None else set()
+        for name in names:
+            if name in skipped:
+                continue
+            path, inner = os.path.join(here, name), os.path.join(rel, name)
+            count += 1
+            if count > MAX_ENTRIES:
+                left_out.append(f"{inner}: more than {MAX_ENTRIES} files")
+                return
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if owner is not None and info.st_uid != owner:
+                left_out.append(f"{inner}: owned by {login_of(info.st_uid)}, not by the submitter")
+            elif stat.S_ISDIR(info.st_mode):
+                walk(path, os.path.join(there, name), inner)
+            elif not stat.S_ISREG(info.st_mode):
+                left_out.append(f"{inner}: a link or a special file")
+            elif max_bytes is not None and total + info.st_size > max_bytes:
+                left_out.append(f"{inner}: past the submission's size limit")
+            else:
+                try:
+                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                except OSError as exc:
+                    left_out.append(f"{inner}: not readable ({exc.strerror})")
+                    continue
+                with os.fdopen(fd, "rb") as fh, open(os.path.join(there, name), "wb") as out:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        left_out.append(f"{inner}: a link or a special file")
+                        continue
+                    copied = 0
+                    while copied <= info.st_size:
+                        chunk = fh.read(1 << 20)
+                        if not chunk:
+                            break
+                        out.write(chunk)
+                        copied += len(chunk)
+                total += copied
+                os.utime(os.path.join(there, name), ns=(info.st_atime_ns, info.st_mtime_ns))
+    walk(src, dest, "")
+    return left_out
+
+
+def close_folder(path, mode: int = 0o700) -> None:
+    """The instructor's alone: no other user may list, enter or read it."""
+    try:
+        os.chmod(path, mode)
+    except OSError:
+        pass
+
+
+PRIVATE = ("submitted", "autograded", "feedback", ".chapter", "reports")
+_warned: set = set()
+
+
+def close_course(root: Path, db_url: str = "") -> str:
+    """Make the course's working state the instructor's alone, and warn (on stderr, once a
+    process) when other accounts on this machine can still reach the course folder itself
+    (its source/ holds the solutions). Returns the warning, "" when there is none."""
+    import sys
+    root = Path(root)
+    for name in PRIVATE:
+        if (root / name).is_dir() and not (root / name).is_symlink():
+            close_folder(root / name)
+    if db_url.startswith("sqlite:///"):
+        db = Path(db_url[len("sqlite:///"):])
+        for path in (db, db.with_name(db.name + "-journal"), db.with_name(db.name + "-wal")):
+            if path.is_file() and not path.is_symlink():
+                close_folder(path, 0o600)
+    warning = open_to_others(root)
+    if warning and str(root) not in _warned:
+        _warned.add(str(root))
+        print(f"WARNING: {warning}", file=sys.stderr, flush=True)
+    return warning
+
+
+def other_accounts(but: int) -> list[str]:
+    """The login accounts of this machine other than `but` (uid 1000 and up, with a shell)."""
+    import pwd
+    return sorted(p.pw_name for p in pwd.getpwall()
+                  if p.pw_uid >= 1000 and p.pw_uid not in (but, 65534)
+                  and not p.pw_shell.endswith(("nologin", "false")))
+
+
+def open_to_others(root: Path) -> str:
+    """Why other accounts can read the course folder ("" when they cannot, or there are none)."""
+    root = Path(root).resolve()
+    try:
+        info = os.stat(root)
+        if not info.st_mode & 0o005:
+            return ""
+        for parent in root.parents:
+            if not os.stat(parent).st_mode & 0o001:
+                return ""
+    except OSError:
+        return ""
+    others = other_accounts(info.st_uid)
+    if not others:
+        return ""
+    named = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+    return (f"the course folder {root} is open to the other accounts of this machine ({named}): they can "
+            f"read its solutions (source/) and anything not yet closed. Close it: chmod 700 {root}")
+
+
+# ============================================================================ nbgrader's collect
+class CheckedCollect(ExchangeCollect):
+    """nbgrader's collect, for a class of hostile logins.
+
+    - a submission another login filed in a student's name is set aside (ledger), and the
+      student's own latest submission is collected instead;
+    - a folder name whose time does not parse is taken with the folder's own change time
+      (and the submission's `timestamp.txt` decides its lateness, checked when it is graded),
+      where nbgrader would stop the whole collect;
+    - dot-named students are collected (nbgrader's glob skips them);
+    - the copy follows no link and reads no special file (nbgrader's would copy a link's
+      target, or block forever on a FIFO);
+    - `submitted/` is the instructor's alone.
+    """
+
+    def init_src(self):
+        if self.coursedir.course_id == "":
+            self.fail("No course id specified. Re-run with --course flag.")
+        self.course_path = os.path.join(self.root, self.coursedir.course_id)
+        self.inbound_path = os.path.join(self.course_path, "inbound")
+        if not os.path.isdir(self.inbound_path):
+            self.fail(f"Course not found: {self.inbound_path}")
+        from nbgrader.api import Gradebook, MissingEntry
+        with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
+            try:
+                self.duedate = gb.find_assignment(self.coursedir.assignment_id).duedate
+                if self.duedate is not None and self.duedate.tzinfo is not None:
+                    self.duedate = naive_utc(self.duedate)
+            except MissingEntry:
+                self.duedate = None
+        self.src_records = self.choose(self.records(only=self.coursedir.student_id or "*"))
+
+    def records(self, only: str = "*", folders: list[str] | None = None) -> list[dict]:
+        """Every acceptable inbound submission of the assignment (set-aside ones are ledgered)."""
+        assignment = self.coursedir.assignment_id
+        root = Path(self.coursedir.root)
+        if folders is None:
+            try:
+                folders = sorted(os.listdir(self.inbound_path))
+            except OSError as exc:
+                self.fail(f"cannot list {self.inbound_path}: {exc.strerror}")
+        found = []
+        for name in folders:
+            parts = name.rsplit("+", 3)
+            if len(parts) < 3 or parts[1] != assignment or not parts[0] or not fnmatch.fnmatchcase(parts[0], only):
+                continue
+            path = os.path.join(self.inbound_path, name)
+            why = refusal(Path(path), parts[0])
+            if why:
+                if set_aside(root, assignment, name, parts[0], why):
+                    self.log.warning("set aside %s: %s", name, why)
+                continue
+            moment, _ = submission_time(parts[2])
+            if moment is None:       # the student's clock said nothing usable: when it reached us
+                moment = datetime.fromtimestamp(os.lstat(path).st_ctime, timezone.utc)
+            found.append({"username": parts[0], "filename": name, "timestamp": naive_utc(moment),
+                          "owner": os.lstat(path).st_uid})
+        return found
+
+    def choose(self, records: list[dict]) -> list[dict]:
+        """Each student's latest submission; with before_duedate, their latest on time if any."""
+        latest = {}
+        for rec in sorted(records, key=lambda r: r["timestamp"]):
+            prior = latest.get(rec["username"])
+            if self.before_duedate and self.duedate is not None and rec["timestamp"] > self.duedate \
+                    and prior is not None and prior["timestamp"] <= self.duedate:
+                continue
+            latest[rec["username"]] = rec
+        return list(latest.values())
+
+    def copy_files(self):
+        """Each chosen submission into submitted/<student>/<assignment>/, as nbgrader's collect
+        decides (new, newer with --update, or the on-time one with --before-duedate)."""
+        submitted = Path(self.coursedir.root) / self.coursedir.submitted_directory
+        submitted.mkdir(parents=True, exist_ok=True)
+        close_course(Path(self.coursedir.root), self.coursedir.db_url)
+        assignment = self.coursedir.assignment_id
+        if not self.src_records:
+            self.log.warning(f"No submissions of '{assignment}' for course '{self.coursedir.course_id}' to collect")
+        for rec in self.src_records:
+            student = rec["username"]
+            dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment)
+            if os.path.isdir(dest):
+                existing, _ = submission_time(read_timestamp(Path(dest)))
+                existing = existing and naive_utc(existing)
+                fresher = self.update and (existing is None or rec["timestamp"] > existing)
+                other = self.before_duedate and existing != rec["timestamp"]
+                if not (fresher or other):
+                    self.log.info(f"No newer submission to collect: {student} {assignment}")
+                    continue
+                shutil.rmtree(dest)
+                self.log.info(f"Updating submission: {student} {assignment}")
+            else:
+                self.log.info(f"Collecting submission: {student} {assignment}")
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            self.copy_one(os.path.join(self.inbound_path, rec["filename"]), dest, rec["owner"])
+
+    def copy_one(self, src, dest, owner):
+        from nbgrader.utils import ignore_patterns
+        ignore = ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
+                                 max_file_size=self.coursedir.max_file_size, log=self.log)
+        left_out = safe_copy(src, dest, ignore, max_bytes=1000 * self.coursedir.max_dir_size,
+                             owner=None if owner == os.geteuid() else owner)
+        for line in left_out:
+            self.log.warning("%s: left out %s", os.path.basename(src), line)

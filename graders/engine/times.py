@@ -1,0 +1,51 @@
+"""The times a student's side writes (inbound folder names, timestamp.txt), read without trusting them."""
+from __future__ import annotations
+
+import os
+import stat
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+MAX_TIME_TEXT = 64                       # characters of a timestamp worth reading
+EARLIEST = datetime(2000, 1, 1, tzinfo=timezone.utc)
+CLOCK_SLACK = timedelta(hours=1)         # a student's clock may run a little ahead of ours
+
+
+def submission_time(text, now: datetime | None = None) -> tuple[datetime | None, str]:
+    """(the moment, "") for a usable timestamp; (None, why) for anything else."""
+    from nbgrader.utils import parse_utc
+    if not isinstance(text, str) or not text.strip():
+        return None, "no timestamp"
+    text = text.strip()
+    shown = repr(text[:40] + ("…" if len(text) > 40 else ""))
+    if len(text) > MAX_TIME_TEXT:
+        return None, f"the timestamp {shown} is too long to be a time"
+    try:
+        moment = parse_utc(text)
+    except Exception:  # noqa: BLE001 - ValueError, OverflowError, TypeError...: all the same to us
+        return None, f"the timestamp {shown} does not parse as a time"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    now = now or datetime.now(timezone.utc)
+    if moment < EARLIEST or moment > now + CLOCK_SLACK:
+        return None, f"the timestamp {shown} is out of range (before 2000 or in the future)"
+    return moment, ""
+
+
+def naive_utc(moment: datetime) -> datetime:
+    """As nbgrader keeps times: UTC, without a zone."""
+    return moment.astimezone(timezone.utc).replace(tzinfo=None)
+
+
+def read_timestamp(folder: Path) -> str | None:
+    """The text of `folder/timestamp.txt` (a regular file, read bounded), or None."""
+    path = Path(folder) / "timestamp.txt"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        text = fh.read(4 * MAX_TIME_TEXT).decode("utf-8", errors="replace").strip()
+    return text or None
