@@ -92,10 +92,10 @@ def student_setup(course: Path, home: Path) -> tuple[dict, Path]:
     section = steps(readme_section("A student"))
     config = blocks(section[1], "python")
     assert len(config) == 1, "step 1 gives one nbgrader config"
-    assert "/path/to/the/course/exchange" in config[0]
+    assert "/path/to/the/exchange" in config[0]
     (home / ".jupyter").mkdir(parents=True, exist_ok=True)
     (home / ".jupyter" / "nbgrader_config.py").write_text(
-        config[0].replace("/path/to/the/course/exchange", str(exchange_root(course))))
+        config[0].replace("/path/to/the/exchange", str(exchange_root(course))))
     env = clean_env(HOME=str(home))
     for script in blocks(section[2], "sh"):
         run("set -e\n" + script, home, env)

@@ -46,6 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
+from graders.engine.exchange import close_folder, read_set_aside
+
 MIN_CLASS = 10        # students with a submission of the item: fewer, and only counts are shown
 MIN_VARIANT = 5       # students in a variant: fewer, and that variant has no interval and no flag
 ALPHA = 0.05          # family-wise level of the fairness flag over the variants of one item
@@ -512,7 +514,6 @@ def build_report(root, assignment: str, out: Path | None = None) -> Written:
     seconds = {}
     started = time.perf_counter()
     data = collect(root, assignment)
-    from graders.engine.exchange import read_set_aside
     data.set_aside = [(e.folder, e.claimed, e.why) for e in read_set_aside(root, assignment)]
     seconds["reading the database"] = time.perf_counter() - started
     mark = time.perf_counter()
@@ -524,6 +525,8 @@ def build_report(root, assignment: str, out: Path | None = None) -> Written:
     mark = time.perf_counter()
     folder = Path(out) if out else Path(root).resolve() / "reports" / assignment
     folder.mkdir(parents=True, exist_ok=True)
+    if not out:      # who made which mistake: the instructor's alone
+        close_folder(folder.parent)
     page = folder / "report.html"
     page.write_text(render_html(data, per_item, images), encoding="utf-8")
     _write_csv(folder / "checks.csv", CHECK_COLUMNS, [r for t in per_item for r in t.checks])

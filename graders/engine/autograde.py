@@ -188,6 +188,7 @@ def _grade_course(root, assignment, started, zygote, workers, limits, force, pro
             _run_pool(course, limits, zygote, todo, keys, workers, journal, late.plugin_inst, report, bar)
         finally:
             bar.close()
+    close_course(root, course.db_url)      # autograded/ and the journal, made by this run
     report.seconds = time.monotonic() - started
     if out == "stdout":   # the stdout of the moment of printing (redirect_stdout, a test's capture)
         out = sys.stdout

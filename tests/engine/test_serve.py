@@ -197,6 +197,33 @@ def test_an_instructor_collect_beside_the_service(served):
         assert gb.find_submission_notebook(NB, ASSIGNMENT, "carol").score == 4.0
 
 
+def test_a_forged_student_is_refused_and_the_students_own_grade_stands(served):
+    """mallory's `nbgrader submit --student=vera`: set aside, told to mallory, never served as vera."""
+    from nbgrader.api import Gradebook
+    from graders.engine import exchange
+    from tests.conftest import unix_users
+    from tests.engine.test_identity import chown_tree
+    served.submit("vera", "correct")
+    served.feedback("vera", after=0)
+    inbound = exchange_root(served.root) / COURSE_ID / "inbound"
+    with unix_users("chx-mallory") as uids:
+        before = set(os.listdir(inbound))
+        served.submit("vera", "blank")
+        (forgery,) = set(os.listdir(inbound)) - before
+        chown_tree(inbound / forgery, uids["chx-mallory"])
+        served.wait_for(lambda: [a.state for a in served.attempts("vera")] == ["graded", "refused"],
+                        what="the forgery's refusal")
+    refused = served.attempts("vera")[1]
+    assert refused.folder == forgery and "another login" in refused.why
+    assert f"SET ASIDE {forgery}" in served.log() and "chx-mallory" in served.log()
+    assert [e.folder for e in exchange.read_set_aside(served.root, ASSIGNMENT)] == [forgery]
+    with Gradebook(f"sqlite:///{served.root / 'gradebook.db'}", COURSE_ID) as gb:
+        assert gb.find_submission_notebook(NB, ASSIGNMENT, "vera").score == 4.0
+    # what the forger fetches with her own secret: a refusal, never vera's feedback
+    page = visible_text(served.feedback("vera", after=1))
+    assert "was not graded" in page and "another login" in page and "✗" not in page and "3 of 3" not in page
+
+
 def test_a_burst_from_one_student_does_not_delay_another(tmp_path):
     """Twenty resubmissions from one student, then one from another: the other is served early."""
     course = Course(tmp_path / "burst")

@@ -1,0 +1,142 @@
+"""Every grade is its own student's: a forged `--student` is refused at every door.
+
+Real unix accounts play the students. `nbgrader submit` writes the inbound folder as the
+login that runs it; here the instructor's warm nbgrader submits, and the folder is then given
+to the login that would have made it (ownership is all the guard reads, and a student cannot
+give a folder away). Doors: plain `nbgrader collect` in the course, `chapter autograde`,
+`chapter report`; `chapter serve` is in test_serve.py. Also: the copy follows no link, reads
+no FIFO and takes no file of someone else's; the course warns when others can reach it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from graders.engine import exchange
+from graders.engine.course_dir import exchange_root
+from tests.conftest import unix_users
+from tests.engine.test_serve import ASSIGNMENT, COURSE_ID, Course
+from tests.warm_nbgrader import nbgrader
+
+pytestmark = pytest.mark.slow
+
+ALICE, MALLORY = "chx-alice", "chx-mallory"
+
+
+@pytest.fixture(scope="module")
+def users():
+    with unix_users(ALICE, MALLORY) as uids:
+        yield uids
+
+
+def chown_tree(path: Path, uid: int) -> None:
+    for here, dirs, files in os.walk(path):
+        for name in [here] + [os.path.join(here, n) for n in dirs + files]:
+            os.lchown(name, uid, -1)
+
+
+def submit_as(course: Course, uid: int, claimed: str, how: str) -> str:
+    """`nbgrader submit --student=claimed` of a `how` notebook, made by the login `uid`."""
+    inbound = exchange_root(course.root) / COURSE_ID / "inbound"
+    before = set(os.listdir(inbound)) if inbound.exists() else set()
+    course.submit(claimed, how)
+    (folder,) = set(os.listdir(inbound)) - before
+    chown_tree(inbound / folder, uid)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def forged(users, tmp_path_factory):
+    course = Course(tmp_path_factory.mktemp("identity") / "course")
+    own = submit_as(course, users[ALICE], ALICE, "correct")
+    forgery = submit_as(course, users[MALLORY], ALICE, "blank")      # later: nbgrader would take it
+    collect = nbgrader("collect", ASSIGNMENT, cwd=course.root)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    graded = subprocess.run([sys.executable, "-m", "graders.cli", "autograde", ASSIGNMENT, "--course",
+                             str(course.root)], env=env, capture_output=True, text=True, timeout=600)
+    return {"course": course, "own": own, "forgery": forgery, "collect": collect, "graded": graded}
+
+
+def test_plain_collect_takes_the_students_own_and_sets_the_forgery_aside(forged):
+    course, inbound = forged["course"], exchange_root(forged["course"].root) / COURSE_ID / "inbound"
+    collected = course.root / "submitted" / ALICE / ASSIGNMENT / "timestamp.txt"
+    assert collected.read_text() == (inbound / forged["own"] / "timestamp.txt").read_text()
+    (entry,) = exchange.read_set_aside(course.root, ASSIGNMENT)
+    assert entry.folder == forged["forgery"] and entry.claimed == ALICE and MALLORY in entry.why
+
+
+def test_autograde_grades_the_students_own_and_names_the_forgery(forged):
+    from nbgrader.api import Gradebook
+    graded, course = forged["graded"], forged["course"]
+    assert graded.returncode == 0, graded.stdout[-2000:] + graded.stderr[-2000:]
+    assert f"SET ASIDE {forged['forgery']}" in graded.stdout and MALLORY in graded.stdout
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
+        assert gb.find_submission(ASSIGNMENT, ALICE).score == 4.0
+        assert [s.id for s in gb.students] == [ALICE]          # no grade for the forger's claim elsewhere
+
+
+def test_the_report_lists_the_forgery(forged):
+    from graders.course.report import build_report
+    written = build_report(forged["course"].root, ASSIGNMENT)
+    assert forged["forgery"] in written.text and "set aside" in written.text
+    assert forged["forgery"] in written.html.read_text()
+
+
+def test_the_course_folders_are_the_instructors_alone(forged, users):
+    root = forged["course"].root
+    for name in ("submitted", "autograded", ".chapter"):
+        assert (root / name).stat().st_mode & 0o077 == 0, name
+    assert (root / "gradebook.db").stat().st_mode & 0o077 == 0
+    # as the student: nothing of the course can be listed or read, even with the folder above open
+    os.chmod(root, 0o755)
+    try:
+        for target in ("submitted", "gradebook.db", ".chapter/set-aside"):
+            seen = subprocess.run(["runuser", "-u", MALLORY, "--", "cat" if "." in target and "/" not in target
+                                   else "ls", str(root / target)], capture_output=True, text=True)
+            assert seen.returncode != 0, (target, seen.stdout)
+    finally:
+        os.chmod(root, 0o700)
+
+
+def test_an_open_course_is_warned_about_once(users, capsys):
+    folder = Path(tempfile.mkdtemp(prefix="chapter-open-", dir="/tmp"))
+    try:
+        os.chmod(folder, 0o755)
+        assert ALICE in exchange.open_to_others(folder)
+        exchange.close_course(folder)
+        exchange.close_course(folder)
+        assert capsys.readouterr().err.count(f"chmod 700 {folder}") == 1
+        os.chmod(folder, 0o700)
+        assert exchange.open_to_others(folder) == ""
+    finally:
+        os.rmdir(folder)
+
+
+def test_the_copy_follows_no_link_reads_no_fifo_and_takes_nobody_elses_file(users, tmp_path):
+    src, dest = tmp_path / "inbound", tmp_path / "submitted"
+    (src / "data").mkdir(parents=True)
+    (src / "w1-memory.ipynb").write_text("{}")
+    secret = tmp_path / "gradebook.db"
+    secret.write_text("every grade")
+    (src / "data" / "grades.db").symlink_to(secret)
+    os.mkfifo(src / "pipe")
+    (src / "planted.txt").write_text("not hers")
+    chown_tree(src, users[ALICE])
+    os.lchown(src / "planted.txt", users[MALLORY], -1)
+    done = []
+    worker = threading.Thread(target=lambda: done.append(exchange.safe_copy(str(src), str(dest),
+                                                                            owner=users[ALICE])), daemon=True)
+    worker.start()
+    worker.join(20)
+    assert done, "the copy blocked (on the FIFO?)"
+    copied = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file() or p.is_symlink())
+    assert copied == ["w1-memory.ipynb"], copied
+    left = json.dumps(done[0])
+    assert "grades.db" in left and "pipe" in left and "planted.txt" in left and MALLORY in left
