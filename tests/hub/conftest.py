@@ -205,8 +205,6 @@ c.Spawner.cmd = [{str(VENV_BIN / "jupyterhub-singleuser")!r}]
 c.Spawner.default_url = "/lab"
 c.Spawner.args = ["--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
 c.Spawner.environment = {{"PATH": {path_env!r}, "JUPYTER_CONFIG_PATH": {str(self.student_config)!r}}}
-# nbgrader's JupyterHubAuthPlugin reads the user's groups with the server's token
-c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", "read:users:groups!user"]
 c.Spawner.start_timeout = 90
 c.Spawner.http_timeout = 90
 
