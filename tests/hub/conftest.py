@@ -207,6 +207,25 @@ c.Spawner.args = ["--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyte
 c.Spawner.environment = {{"PATH": {path_env!r}, "JUPYTER_CONFIG_PATH": {str(self.student_config)!r}}}
 c.Spawner.start_timeout = 90
 c.Spawner.http_timeout = 90
+# a Jupyter server waits 5 s for a confirmation after SIGINT: the hub's SIGTERM, after 1 s, stops it
+c.LocalProcessSpawner.interrupt_timeout = 1
+
+# formgrader: the instructor's JupyterLab server in the course folder, a service named after the
+# course, at /services/{COURSE_ID}/formgrader, for the formgrade- group
+c.JupyterHub.load_roles = [{{
+    "name": "formgrade-{COURSE_ID}",
+    "groups": ["formgrade-{COURSE_ID}"],
+    "scopes": ["access:services!service={COURSE_ID}"],
+}}]
+formgrader = {{
+    "name": {COURSE_ID!r},
+    "url": "http://127.0.0.1:{_free_port()}",
+    "command": [{str(VENV_BIN / "jupyterhub-singleuser")!r}, *c.Spawner.args],
+    "user": {self.instructor!r},
+    "cwd": {str(self.course)!r},
+    "environment": {{"PATH": {path_env!r}, "JUPYTERHUB_DEFAULT_URL": "/formgrader"}},
+    "oauth_no_confirm": True,
+}}
 
 # instant feedback; as root, not as the instructor: its sandbox needs root (namespaces, control
 # groups, a leased uid), and as the instructor every notebook would be NOT GRADED
@@ -215,7 +234,7 @@ c.JupyterHub.services = [{{
     "command": [{str(VENV_BIN / "chapter")!r}, "serve", {ASSIGNMENT!r}],
     "cwd": {str(self.course)!r},
     "environment": {{"PATH": {path_env!r}}},
-}}]
+}}, formgrader]
 """
         return _write(self.state / "jupyterhub_config.py", config, 0o600)
 

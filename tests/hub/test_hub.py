@@ -6,7 +6,9 @@ as nbgrader's course list (JupyterHubAuthPlugin). The instructor releases `worke
 the course folder, which is theirs alone. alice, bob and mallory each fetch it in the Assignment
 List, run w1-memory's setup cell and see the variant the graders give their login; alice submits a
 blank notebook, bob the solution (mallory only looks); `chapter serve`, a hub service, grades each
-submission and Fetch Feedback brings back its feedback, with the student's score and variant. From the shell: alice cannot list or read the course,
+submission and Fetch Feedback brings back its feedback, with the student's score and variant. The
+instructor, logged in on the hub, opens formgrader (a hub service named after the course, run as
+the instructor in the course folder) and reads both scores in Manual Grading. From the shell: alice cannot list or read the course,
 nor mallory another student's work. Screenshots: tests/artifacts/hub-*.png.
 """
 from __future__ import annotations
@@ -29,16 +31,46 @@ pytestmark = [pytest.mark.browser, pytest.mark.hub]
 NB = "w1-memory"
 
 
-def log_in(page, hub, login: str, password: str) -> None:
-    """The hub's login page, then JupyterLab once the hub has started the user's server."""
-    page.goto(f"{hub.url}/hub/login")
+def log_in(page, hub, login: str, password: str, then: str = "") -> None:
+    """Sign in on the hub's login page; without `then`, the hub goes on to start the user's server."""
+    page.goto(f"{hub.url}/hub/login" + (f"?next={then}" if then else ""))
     page.locator("#username_input").fill(login)
     page.locator("#password_input").fill(password)
     shot(page, f"hub-{login}-01-login")
     page.locator("#login_submit").click()
+
+
+def in_lab(page, hub, login: str) -> None:
+    """The user's own JupyterLab, once the hub has started it, with nbgrader's menu."""
     page.locator(".jp-LabShell").wait_for(timeout=120_000)
     assert page.url.startswith(f"{hub.url}/user/{login}/lab"), page.url
     page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").wait_for()
+
+
+def formgrader_scores(page, hub) -> dict:
+    """The instructor, through the hub, in formgrader (the course's service): `worked` released
+    with its submissions; Manual Grading's overall score of each student's w1-memory."""
+    login, password = hub.users["instructor"]
+    log_in(page, hub, login, password, then=f"/services/{COURSE_ID}/formgrader")
+    row = page.locator("#main-table tr", has=page.locator("td", has_text=re.compile(f"^{ASSIGNMENT}$")))
+    row.wait_for(timeout=120_000)
+    assert page.url.startswith(f"{hub.url}/services/{COURSE_ID}/formgrader"), page.url
+    assert "released" in row.locator("td.status").inner_text().lower(), row.inner_text()
+    submissions = row.locator("td.num-submissions").inner_text().strip()
+    shot(page, "hub-instructor-01-formgrader")
+    page.locator(".nav a", has_text="Manual Grading").click()
+    page.get_by_role("link", name=ASSIGNMENT, exact=True).click()
+    page.get_by_role("link", name=NB, exact=True).click()
+    page.locator("tbody tr", has_text="Submission #").first.wait_for()
+    page.locator("#toggle_names").click()
+    heads = [h.strip() for h in page.locator("thead th").all_inner_texts()]
+    scores = {}
+    for student in hub.students:
+        cells = page.locator("tbody tr", has_text=student)
+        if cells.count():
+            scores[student] = cells.locator("td").nth(heads.index("Overall Score")).inner_text().strip()
+    shot(page, "hub-instructor-02-manual-grading")
+    return {"submissions": submissions, **scores}
 
 
 def fetch_and_open(page, hub, login: str) -> AssignmentList:
@@ -89,9 +121,18 @@ def close_without_saving(page) -> None:
 def test_students_fetch_see_their_variant_submit_and_get_feedback(hub, browser):  # noqa: F811
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     print(f"\nscreenshots: {ARTIFACTS}/hub-*.png; the hub's log, after the test: {ARTIFACTS}/hub-jupyterhub.log")
+    submitted = {}
+    # alice and bob are both given variant A: mallory (C) only looks, so that a hub where everyone
+    # saw one variant would fail
+    answers = {"alice": "blank", "bob": "correct", "mallory": None}
+    pages = {}
+    for role in answers:        # everyone signs in first: the hub starts their servers side by side
+        pages[role] = new_page(browser)      # a context of its own: one login each
+        log_in(pages[role], hub, *hub.users[role])
+
+    # meanwhile the instructor releases `worked`, from a shell in the course folder
     released = as_user(hub.instructor, "nbgrader", "release_assignment", ASSIGNMENT, cwd=hub.course)
     assert "Released as: training-at-scale worked" in released.stdout + released.stderr
-
     # the course is the instructor's alone
     for args in (["ls", str(hub.course)], ["cat", str(hub.course / "gradebook.db")],
                  ["cat", str(hub.course / "source" / ASSIGNMENT / f"{NB}.ipynb")]):
@@ -99,15 +140,9 @@ def test_students_fetch_see_their_variant_submit_and_get_feedback(hub, browser):
         assert refused.returncode != 0 and "Permission denied" in refused.stderr, (args, refused)
     assert (hub.course / "gradebook.db").exists()
 
-    submitted = {}
-    # alice and bob are both given variant A: mallory (C) only looks, so that a hub where everyone
-    # saw one variant would fail
-    answers = {"alice": "blank", "bob": "correct", "mallory": None}
-    pages = {}
     for role, how in answers.items():
-        login, password = hub.users[role]
-        page = pages[role] = new_page(browser)      # a context of its own: one login each
-        log_in(page, hub, login, password)
+        login, page = hub.users[role][0], pages[role]
+        in_lab(page, hub, login)
         panel = fetch_and_open(page, hub, login)
         line = setup_line(page, login)
         variant = variant_for(login, ASSIGNMENT)
@@ -140,3 +175,12 @@ def test_students_fetch_see_their_variant_submit_and_get_feedback(hub, browser):
         assert f"Variant {variant}:" in text and not re.search(r"Variant (?!%s)[ABCD]:" % variant, text)
     for page in pages.values():
         page.context.close()
+
+    # the instructor sees both graded submissions in formgrader, served by the hub
+    page = new_page(browser)
+    try:
+        seen = formgrader_scores(page, hub)
+    finally:
+        page.context.close()
+    alice, bob = hub.users["alice"][0], hub.users["bob"][0]
+    assert seen == {"submissions": "2", alice: "0 / 4", bob: "4 / 4"}, seen
