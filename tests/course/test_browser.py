@@ -180,6 +180,18 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
+def only_student_tools(page, screenshot: str) -> None:
+    """JupyterLab's Nbgrader menu offers the Assignment List and none of the instructor's tools."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Nbgrader$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text="Assignment List").wait_for()
+    labels = [t.strip() for t in page.locator(".lm-Menu:visible .lm-Menu-itemLabel").all_inner_texts()]
+    shot(page, screenshot)
+    assert "Assignment List" in labels, labels
+    for absent in ("Formgrader", "Create Assignment", "Course List"):
+        assert not any(absent.lower() in label.lower() for label in labels), (absent, labels)
+    page.keyboard.press("Escape")
+
+
 def run_menu(page, menu: str, item: str) -> None:
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{item}$")).first.click()

@@ -22,7 +22,7 @@ from playwright import sync_api
 
 from graders.course.demo import fill
 from graders.variants import variant_for
-from tests.course.test_browser import ARTIFACTS, browser, new_page, run_menu, shot  # noqa: F401
+from tests.course.test_browser import ARTIFACTS, browser, new_page, only_student_tools, run_menu, shot  # noqa: F401
 from tests.engine.test_serve_browser import AssignmentList
 from tests.hub.conftest import ASSIGNMENT, COURSE_ID, REPO, as_user
 
@@ -78,7 +78,7 @@ def fetch_and_open(page, hub, login: str) -> AssignmentList:
     run_menu(page, "Nbgrader", "Assignment List")
     released = page.locator("#released_assignments_list")
     released.get_by_text(ASSIGNMENT).wait_for()
-    shot(page, f"hub-{login}-02-released")
+    shot(page, f"hub-{login}-03-released")
     released.locator(".list_item", has_text=ASSIGNMENT).get_by_role("button", name="Fetch").click()
     panel = AssignmentList(page, Path(f"/home/{login}"), hub.exchange, student=login)
     panel.fetched.get_by_text(ASSIGNMENT).first.wait_for()
@@ -107,7 +107,7 @@ def setup_line(page, login: str) -> str:
         page.locator(".jp-StatusBar-Widget", has_text="| Idle").wait_for(timeout=120_000)
         output.evaluate("e => e.scrollIntoView({block: 'center'})")
     finally:
-        shot(page, f"hub-{login}-03-variant")
+        shot(page, f"hub-{login}-04-variant")
     return output.inner_text()
 
 
@@ -143,6 +143,7 @@ def test_students_fetch_see_their_variant_submit_and_get_feedback(hub, browser):
     for role, how in answers.items():
         login, page = hub.users[role][0], pages[role]
         in_lab(page, hub, login)
+        only_student_tools(page, f"hub-{login}-02-nbgrader-menu")
         panel = fetch_and_open(page, hub, login)
         line = setup_line(page, login)
         variant = variant_for(login, ASSIGNMENT)
@@ -152,7 +153,7 @@ def test_students_fetch_see_their_variant_submit_and_get_feedback(hub, browser):
         close_without_saving(page)
         fill(panel.home / COURSE_ID / ASSIGNMENT / f"{NB}.ipynb", how, REPO)
         submitted[role] = panel, panel.submit(), variant
-        shot(page, f"hub-{login}-04-submitted")
+        shot(page, f"hub-{login}-05-submitted")
     assert len({v for _, _, v in submitted.values()} | {variant_for(hub.users["mallory"][0], ASSIGNMENT)}) > 1
 
     # nobody reads another student's work: not in their home, not in the exchange's inbound
@@ -165,7 +166,7 @@ def test_students_fetch_see_their_variant_submit_and_get_feedback(hub, browser):
         login = hub.users[role][0]
         panel.fetch_feedback(timestamp, lambda: hub.log_text()[-4000:])
         text = panel.open_feedback(timestamp, show=re.compile(rf"Variant {variant}: \d+ of \d+ points"))
-        shot(panel.page, f"hub-{login}-05-feedback")
+        shot(panel.page, f"hub-{login}-06-feedback")
         if answers[role] == "correct":
             assert f"{NB} (Score: 4.0 / 4.0)" in text, text[:2000]
             assert "✗" not in text, text[:2000]
