@@ -71,7 +71,7 @@ def hub_users():
     made for the session and removed afterwards (userdel -r) whatever happens. If one of those
     names is already taken on this machine, all four are prefixed `chtest-`."""
     if os.geteuid() != 0:
-        _unavailable("the hub tests create unix users and run a setuid spawner: run them as root")
+        pytest.skip("the hub tests create unix users and run a setuid spawner: run them as root")
     roles = (*STUDENTS, INSTRUCTOR)
     prefix = "" if not any(_exists(r) for r in roles) else "chtest-"
     if any(_exists(prefix + r) for r in roles):
@@ -271,6 +271,28 @@ c.JupyterHub.services = [{{
             pass
         self.proc.wait()
         self.log.close()
+        for pid in self.leftovers():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def leftovers(self) -> list[int]:
+        """What a hub that died without cleaning up leaves, each in a session of its own: its proxy
+        (its pid file) and root's processes in the hub's folder (chapter serve, its sandboxes'
+        zygote). The users' own processes are the user fixture's to kill."""
+        found = []
+        try:
+            found.append(int((self.state / "proxy.pid").read_text().strip()))
+        except (OSError, ValueError):
+            pass
+        for proc in Path("/proc").iterdir():
+            try:
+                if proc.name.isdigit() and Path(os.readlink(proc / "cwd")).is_relative_to(self.top):
+                    found.append(int(proc.name))
+            except OSError:
+                pass
+        return [pid for pid in found if pid != os.getpid()]
 
 
 @pytest.fixture(scope="module")
