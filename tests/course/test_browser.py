@@ -190,6 +190,7 @@ def only_student_tools(page, screenshot: str) -> None:
     for absent in ("Formgrader", "Create Assignment", "Course List"):
         assert not any(absent.lower() in label.lower() for label in labels), (absent, labels)
     page.keyboard.press("Escape")
+    page.locator(".lm-Menu").first.wait_for(state="hidden")   # closed, so that a next click opens it
 
 
 def run_menu(page, menu: str, item: str) -> None:
