@@ -77,8 +77,7 @@ def formgrader_scores(page, hub) -> dict:
 
 
 def fetch_and_open(page, hub, login: str) -> AssignmentList:
-    """Assignment List: Fetch `worked` and open w1-memory; the panel."""
-    run_menu(page, "Nbgrader", "Assignment List")
+    """In the open Assignment List: Fetch `worked` and open w1-memory; the panel."""
     released = page.locator("#released_assignments_list")
     released.get_by_text(ASSIGNMENT).wait_for()
     shot(page, f"hub-{login}-03-released")
@@ -146,7 +145,7 @@ def test_students_fetch_see_their_variant_submit_and_get_feedback(hub, browser):
     for role, how in answers.items():
         login, page = hub.users[role][0], pages[role]
         in_lab(page, hub, login)
-        only_student_tools(page, f"hub-{login}-02-nbgrader-menu")
+        only_student_tools(page, f"hub-{login}-02-nbgrader-menu", then_open="Assignment List")
         panel = fetch_and_open(page, hub, login)
         line = setup_line(page, login)
         variant = variant_for(login, ASSIGNMENT)
