@@ -4,6 +4,9 @@
 VENV    ?= .venv
 PYTHON  ?= python3
 STAMP   := $(VENV)/.installed
+# JupyterHub's proxy for tests/hub, from the npm registry, kept inside the project.
+# configurable-http-proxy 5.1 and later need node 20; Debian 12's own nodejs is 18.
+CHP     := .hub/node_modules/.bin/configurable-http-proxy
 
 .PHONY: setup demo test gate status build clean
 
@@ -16,13 +19,19 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
-setup: $(STAMP)
+$(CHP):
+	@command -v npm >/dev/null 2>&1 || \
+	    { $$( [ "$$(id -u)" -eq 0 ] || echo sudo ) apt-get install -y nodejs npm; }
+	npm install --silent --no-audit --no-fund --prefix .hub \
+	    "configurable-http-proxy@$$(node -p 'process.versions.node.split(".")[0] >= 20 ? "5" : "~5.0.1"')"
+
+setup: $(STAMP) $(CHP)
 
 demo: $(STAMP)
 	$(VENV)/bin/chapter build --check
 	$(VENV)/bin/chapter demo
 
-test: $(STAMP)
+test: $(STAMP) $(CHP)
 	$(VENV)/bin/chapter gate
 	$(VENV)/bin/pytest
 

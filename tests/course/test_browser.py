@@ -65,6 +65,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def serving(url: str, proc: subprocess.Popen, seconds: float) -> bool:
+    """Whether `url` answers before `proc` exits or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5):
+                return True
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                return False
+            time.sleep(0.3)
+
+
 class Lab:
     """One JupyterLab server from the venv, on 127.0.0.1, with a token."""
 
@@ -80,16 +93,9 @@ class Lab:
              "--allow-root", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
             cwd=root_dir, env={**env, "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"},
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{self.base}/api/status?token={self.token}", timeout=5):
-                    break
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"jupyter lab did not start; see {log}")
-                time.sleep(0.5)
+        if not serving(f"{self.base}/api/status?token={self.token}", self.proc, 120):
+            self.stop()
+            raise RuntimeError(f"jupyter lab did not start; see {log}")
 
     def url(self, path: str) -> str:
         sep = "&" if "?" in path else "?"
@@ -154,19 +160,41 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def page(browser):
+def new_page(browser):
+    """A page in a browser context of its own (its own cookies: one user's login)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     # nothing leaves the machine: CDN scripts (MathJax, require.js) and any other host are refused
     context.route(re.compile(r"^https?://(?!127\.0\.0\.1)"), lambda route: route.abort())
     page = context.new_page()
     page.set_default_timeout(60_000)
+    return page
+
+
+@pytest.fixture
+def page(browser):
+    page = new_page(browser)
     yield page
-    context.close()
+    page.context.close()
 
 
 def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def only_student_tools(page, screenshot: str, then_open: str = "") -> None:
+    """JupyterLab's Nbgrader menu offers the Assignment List and none of the instructor's tools;
+    then the menu item `then_open` is chosen, or without it the menu is closed."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Nbgrader$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text="Assignment List").wait_for()
+    labels = [t.strip() for t in page.locator(".lm-Menu:visible .lm-Menu-itemLabel").all_inner_texts()]
+    shot(page, screenshot)
+    assert "Assignment List" in labels, labels
+    for absent in ("Formgrader", "Create Assignment", "Course List"):
+        assert not any(absent.lower() in label.lower() for label in labels), (absent, labels)
+    if then_open:   # straight from the open menu: an Escape does not always reach it in a page among several
+        page.locator(".lm-Menu:visible .lm-Menu-itemLabel", has_text=re.compile(f"^{then_open}$")).click()
+    else:
+        page.keyboard.press("Escape")
 
 
 def run_menu(page, menu: str, item: str) -> None:

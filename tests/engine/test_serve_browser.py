@@ -77,8 +77,8 @@ VARIANT = variant_for(STUDENT, ASSIGNMENT)
 class AssignmentList:
     """nbgrader's Assignment List panel in the student's JupyterLab."""
 
-    def __init__(self, page, home: Path, exchange: Path):
-        self.page, self.home = page, home
+    def __init__(self, page, home: Path, exchange: Path, student: str = STUDENT):
+        self.page, self.home, self.student = page, home, student
         self.inbound = exchange / COURSE_ID / "inbound"
         self.fetched = page.locator("#fetched_assignments_list")
         self.submitted = page.locator("#submitted_assignments_list")
@@ -89,11 +89,11 @@ class AssignmentList:
 
     def submit(self) -> str:
         """Press Submit; the timestamp of the submission that lands in the exchange's inbound."""
-        before = set(self.inbound.glob(f"{STUDENT}+{ASSIGNMENT}+*"))
+        before = set(self.inbound.glob(f"{self.student}+{ASSIGNMENT}+*"))
         self.show()
         self.fetched.locator(".list_item", has_text=ASSIGNMENT).get_by_role("button", name="Submit").click()
         deadline = time.monotonic() + 60
-        while not (new := set(self.inbound.glob(f"{STUDENT}+{ASSIGNMENT}+*")) - before):
+        while not (new := set(self.inbound.glob(f"{self.student}+{ASSIGNMENT}+*")) - before):
             assert time.monotonic() < deadline, f"Submit put nothing in {self.inbound}"
             time.sleep(0.3)
         (folder,) = new

@@ -1,0 +1,189 @@
+"""The course on a real JupyterHub, as its students meet it, in headless chromium.
+
+Real unix users log in on the hub's own login page (PAM, their passwords); each gets JupyterLab
+from the course's venv, running as themselves, with nbgrader's student tools and the hub's groups
+as nbgrader's course list (JupyterHubAuthPlugin). The instructor releases `worked` from a shell in
+the course folder, which is theirs alone. alice, bob and mallory each fetch it in the Assignment
+List, run w1-memory's setup cell and see the variant the graders give their login; alice submits a
+blank notebook, bob the solution (mallory only looks); `chapter serve`, a hub service, grades each
+submission and Fetch Feedback brings back its feedback, with the student's score and variant. The
+instructor, logged in on the hub, opens formgrader (a hub service named after the course, run as
+the instructor in the course folder) and reads both scores in Manual Grading. From the shell: alice cannot list or read the course,
+nor mallory another student's work. Screenshots: tests/artifacts/hub-*.png.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from playwright import sync_api
+
+from graders.course.demo import fill
+from graders.variants import variant_for
+from tests.course.test_browser import ARTIFACTS, browser, new_page, only_student_tools, run_menu, shot  # noqa: F401
+from tests.engine.test_serve_browser import AssignmentList
+from tests.hub.conftest import ASSIGNMENT, COURSE_ID, REPO, as_user
+
+pytestmark = [pytest.mark.browser, pytest.mark.hub]
+if os.geteuid() != 0:
+    pytest.skip("the hub tests create unix users and run a setuid spawner: run them as root",
+                allow_module_level=True)
+
+NB = "w1-memory"
+
+
+def log_in(page, hub, login: str, password: str, then: str = "") -> None:
+    """Sign in on the hub's login page; without `then`, the hub goes on to start the user's server."""
+    page.goto(f"{hub.url}/hub/login" + (f"?next={then}" if then else ""))
+    page.locator("#username_input").fill(login)
+    page.locator("#password_input").fill(password)
+    shot(page, f"hub-{login}-01-login")
+    page.locator("#login_submit").click()
+
+
+def in_lab(page, hub, login: str) -> None:
+    """The user's own JupyterLab, once the hub has started it, with nbgrader's menu."""
+    page.locator(".jp-LabShell").wait_for(timeout=120_000)
+    assert page.url.startswith(f"{hub.url}/user/{login}/lab"), page.url
+    page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").wait_for()
+
+
+def formgrader_scores(page, hub) -> dict:
+    """The instructor, through the hub, in formgrader (the course's service): `worked` released
+    with its submissions; Manual Grading's overall score of each student's w1-memory."""
+    login, password = hub.users["instructor"]
+    log_in(page, hub, login, password, then=f"/services/{COURSE_ID}/formgrader")
+    row = page.locator("#main-table tr", has=page.locator("td", has_text=re.compile(f"^{ASSIGNMENT}$")))
+    row.wait_for(timeout=120_000)
+    assert page.url.startswith(f"{hub.url}/services/{COURSE_ID}/formgrader"), page.url
+    assert "released" in row.locator("td.status").inner_text().lower(), row.inner_text()
+    submissions = row.locator("td.num-submissions").inner_text().strip()
+    shot(page, "hub-instructor-01-formgrader")
+    page.locator(".nav a", has_text="Manual Grading").click()
+    page.get_by_role("link", name=ASSIGNMENT, exact=True).click()
+    page.get_by_role("link", name=NB, exact=True).click()
+    page.locator("tbody tr", has_text="Submission #").first.wait_for()
+    page.locator("#toggle_names").click()
+    heads = [h.strip() for h in page.locator("thead th").all_inner_texts()]
+    scores = {}
+    for student in hub.students:
+        cells = page.locator("tbody tr", has_text=student)
+        if cells.count():
+            scores[student] = cells.locator("td").nth(heads.index("Overall Score")).inner_text().strip()
+    shot(page, "hub-instructor-02-manual-grading")
+    return {"submissions": submissions, **scores}
+
+
+def fetch_and_open(page, hub, login: str) -> AssignmentList:
+    """In the open Assignment List: Fetch `worked` and open w1-memory; the panel."""
+    released = page.locator("#released_assignments_list")
+    released.get_by_text(ASSIGNMENT).wait_for()
+    shot(page, f"hub-{login}-03-released")
+    released.locator(".list_item", has_text=ASSIGNMENT).get_by_role("button", name="Fetch").click()
+    panel = AssignmentList(page, Path(f"/home/{login}"), hub.exchange, student=login)
+    panel.fetched.get_by_text(ASSIGNMENT).first.wait_for()
+    panel.fetched.locator("a.assignment-notebooks-link", has_text=ASSIGNMENT).click()
+    panel.fetched.get_by_role("link", name=re.compile(NB)).click()
+    return panel
+
+
+def setup_line(page, login: str) -> str:
+    """Run every cell (a blank one stops at the first answer); the setup cell's printed line."""
+    notebook = page.locator(".jp-NotebookPanel:visible")
+    notebook.locator(".jp-Cell").first.wait_for()
+    # JupyterLab may ask which kernel to start (a user's first notebook): the one it offers, Python 3
+    choose = page.locator(".jp-Dialog", has_text="Select Kernel")
+    try:
+        choose.wait_for(timeout=10_000)
+    except sync_api.TimeoutError:
+        pass
+    else:
+        choose.get_by_role("button", name="Select", exact=True).click()
+        choose.wait_for(state="hidden")
+    run_menu(page, "Run", "Run All Cells")
+    output = notebook.locator(".jp-OutputArea-output", has_text=f"Student {login}: variant")
+    try:
+        output.wait_for(timeout=120_000)
+        page.locator(".jp-StatusBar-Widget", has_text="| Idle").wait_for(timeout=120_000)
+        output.evaluate("e => e.scrollIntoView({block: 'center'})")
+    finally:
+        shot(page, f"hub-{login}-04-variant")
+    return output.inner_text()
+
+
+def close_without_saving(page) -> None:
+    run_menu(page, "File", "Close Tab")
+    discard = page.locator(".jp-Dialog").get_by_role("button", name=re.compile("Discard|Don't Save"))
+    if discard.count() or discard.first.is_visible(timeout=3000):
+        discard.first.click()
+
+
+def test_students_fetch_see_their_variant_submit_and_get_feedback(hub, browser):  # noqa: F811
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    print(f"\nscreenshots: {ARTIFACTS}/hub-*.png; the hub's log, after the test: {ARTIFACTS}/hub-jupyterhub.log")
+    submitted = {}
+    # alice and bob are both given variant A: mallory (C) only looks, so that a hub where everyone
+    # saw one variant would fail
+    answers = {"alice": "blank", "bob": "correct", "mallory": None}
+    pages = {}
+    for role in answers:        # everyone signs in first: the hub starts their servers side by side
+        pages[role] = new_page(browser)      # a context of its own: one login each
+        log_in(pages[role], hub, *hub.users[role])
+
+    # meanwhile the instructor releases `worked`, from a shell in the course folder
+    released = as_user(hub.instructor, "nbgrader", "release_assignment", ASSIGNMENT, cwd=hub.course)
+    assert "Released as: training-at-scale worked" in released.stdout + released.stderr
+    # the course is the instructor's alone
+    for args in (["ls", str(hub.course)], ["cat", str(hub.course / "gradebook.db")],
+                 ["cat", str(hub.course / "source" / ASSIGNMENT / f"{NB}.ipynb")]):
+        refused = as_user(hub.students[0], *args, check=False)
+        assert refused.returncode != 0 and "Permission denied" in refused.stderr, (args, refused)
+    assert (hub.course / "gradebook.db").exists()
+
+    for role, how in answers.items():
+        login, page = hub.users[role][0], pages[role]
+        in_lab(page, hub, login)
+        only_student_tools(page, f"hub-{login}-02-nbgrader-menu", then_open="Assignment List")
+        panel = fetch_and_open(page, hub, login)
+        line = setup_line(page, login)
+        variant = variant_for(login, ASSIGNMENT)
+        assert line.startswith(f"Student {login}: variant {variant}:"), line
+        if how is None:
+            continue
+        close_without_saving(page)
+        fill(panel.home / COURSE_ID / ASSIGNMENT / f"{NB}.ipynb", how, REPO)
+        submitted[role] = panel, panel.submit(), variant
+        shot(page, f"hub-{login}-05-submitted")
+    assert len({v for _, _, v in submitted.values()} | {variant_for(hub.users["mallory"][0], ASSIGNMENT)}) > 1
+
+    # nobody reads another student's work: not in their home, not in the exchange's inbound
+    alice_nb = f"/home/{hub.users['alice'][0]}/{COURSE_ID}/{ASSIGNMENT}/{NB}.ipynb"
+    for args in (["cat", alice_nb], ["ls", str(hub.exchange / COURSE_ID / "inbound")]):
+        refused = as_user(hub.users["mallory"][0], *args, check=False)
+        assert refused.returncode != 0 and "Permission denied" in refused.stderr, (args, refused)
+
+    for role, (panel, timestamp, variant) in submitted.items():
+        login = hub.users[role][0]
+        panel.fetch_feedback(timestamp, lambda: hub.log_text()[-4000:])
+        text = panel.open_feedback(timestamp, show=re.compile(rf"Variant {variant}: \d+ of \d+ points"))
+        shot(panel.page, f"hub-{login}-06-feedback")
+        if answers[role] == "correct":
+            assert f"{NB} (Score: 4.0 / 4.0)" in text, text[:2000]
+            assert "✗" not in text, text[:2000]
+        else:
+            assert f"{NB} (Score: 0.0 / 4.0)" in text, text[:2000]
+            assert "✗" in text, text[:2000]
+        assert f"Variant {variant}:" in text and not re.search(r"Variant (?!%s)[ABCD]:" % variant, text)
+    for page in pages.values():
+        page.context.close()
+
+    # the instructor sees both graded submissions in formgrader, served by the hub
+    page = new_page(browser)
+    try:
+        seen = formgrader_scores(page, hub)
+    finally:
+        page.context.close()
+    alice, bob = hub.users["alice"][0], hub.users["bob"][0]
+    assert seen == {"submissions": "2", alice: "0 / 4", bob: "4 / 4"}, seen
