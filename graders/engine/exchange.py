@@ -189,16 +189,46 @@ def close_course(root: Path, db_url: str = "") -> str:
     for name in PRIVATE:
         if (root / name).is_dir() and not (root / name).is_symlink():
             close_folder(root / name)
+            give_back(root, root / name)
     if db_url.startswith("sqlite:///"):
         db = Path(db_url[len("sqlite:///"):])
         for path in (db, db.with_name(db.name + "-journal"), db.with_name(db.name + "-wal")):
             if path.is_file() and not path.is_symlink():
                 close_folder(path, 0o600)
+                give_back(root, path)
     warning = open_to_others(root)
     if warning and str(root) not in _warned:
         _warned.add(str(root))
         print(f"WARNING: {warning}", file=sys.stderr, flush=True)
     return warning
+
+
+def give_back(root: Path, path: Path) -> None:
+    """Root grading in another's course (`chapter serve` as a hub service needs root for its
+    sandbox) leaves `path`, and all under it, owned by the course folder's owner, so that the
+    instructor's formgrader and nbgrader commands can still write what it wrote. No link is
+    followed; nothing is done unless this process is root and the course is someone else's."""
+    if os.geteuid() != 0:
+        return
+    try:
+        owner = os.stat(root)
+    except OSError:
+        return
+    if owner.st_uid == 0:
+        return
+
+    def mend(name: str) -> None:
+        try:
+            info = os.lstat(name)
+            if (info.st_uid, info.st_gid) != (owner.st_uid, owner.st_gid):
+                os.lchown(name, owner.st_uid, owner.st_gid)
+        except OSError:
+            pass
+    mend(str(path))
+    if Path(path).is_dir() and not Path(path).is_symlink():
+        for here, dirs, files in os.walk(path):
+            for name in dirs + files:
+                mend(os.path.join(here, name))
 
 
 def other_accounts(but: int) -> list[str]:

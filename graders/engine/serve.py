@@ -457,6 +457,7 @@ class Service:
             kind, value = value
         if kind != "ok":
             self._set(job, state="failed", why=str(value)[:300], finished=time.time())
+            exchange.close_course(self.root, self.coursedir.db_url)
             self.say(f"{student} {job.assignment}: NOT GRADED ({value})")
             return
         result, feedback_error = value
@@ -469,6 +470,7 @@ class Service:
         stands = counted(attempts, self.policy, self.duedates[job.assignment])
         if stands is not None and stands.folder != job.folder:
             self._restore(gb, job, stands)
+        exchange.close_course(self.root, self.coursedir.db_url)   # what it wrote stays the instructor's
         self.say(f"{student} {job.assignment}: {score:g}/{most:g} in {took:.1f} s"
                  + (f" (the attempt of {stands.timestamp} stands)" if stands and stands.folder != job.folder else "")
                  + (f"; feedback failed: {feedback_error}" if feedback_error else ""))

@@ -140,3 +140,23 @@ def test_the_copy_follows_no_link_reads_no_fifo_and_takes_nobody_elses_file(user
     assert copied == ["w1-memory.ipynb"], copied
     left = json.dumps(done[0])
     assert "grades.db" in left and "pipe" in left and "planted.txt" in left and MALLORY in left
+
+
+def test_a_root_service_leaves_the_instructors_course_the_instructors(users, tmp_path):
+    """`chapter serve` runs as root on a hub (its sandbox needs it); what it writes in the
+    instructor's course is given back to the course's owner, links left alone."""
+    course = tmp_path / "course"
+    (course / "submitted" / ALICE / ASSIGNMENT).mkdir(parents=True)
+    (course / "submitted" / ALICE / ASSIGNMENT / "timestamp.txt").write_text("x")
+    (course / ".chapter" / "serve").mkdir(parents=True)
+    (course / "gradebook.db").write_text("")
+    outside = tmp_path / "outside"
+    outside.write_text("root's")
+    (course / "submitted" / "link").symlink_to(outside)
+    os.chown(course, users[ALICE], users[ALICE])         # alice stands in for the instructor here
+    exchange.close_course(course, f"sqlite:///{course / 'gradebook.db'}")
+    for path in [course / "submitted", course / "submitted" / ALICE / ASSIGNMENT / "timestamp.txt",
+                 course / ".chapter" / "serve", course / "gradebook.db", course / "submitted" / "link"]:
+        assert os.lstat(path).st_uid == users[ALICE], path
+    assert outside.stat().st_uid == 0                    # the link's target is not the course's
+    assert (course / "submitted").stat().st_mode & 0o777 == 0o700
