@@ -37,6 +37,7 @@ from pathlib import Path
 
 from graders.engine import course_dir
 from graders.engine import exchange
+from graders.engine.times import read_small
 from graders.engine import grading
 from graders.engine.journal import Journal, fingerprint, submission_key
 from graders.engine import record_io
@@ -209,7 +210,9 @@ def release_refusal(config, root: Path, assignment: str, folder: str, why: str) 
     app = ExchangeReleaseFeedback(coursedir=coursedir, config=config, log=course_dir._quiet)
     app.init_dest()                       # the exchange's feedback folder, made as nbgrader makes it
     source = Path(app.root) / coursedir.course_id / "inbound" / folder
-    secret = (source / "submission_secret.txt").read_text()
+    secret = read_small(source / "submission_secret.txt", 4096, strip=False)
+    if secret is None:
+        raise ValueError("the submission's secret is not a regular file")
     page = REFUSAL.format(assignment=_html(assignment), why=_html(why))
     for notebook in sorted(source.glob("*.ipynb")):
         target = Path(app.dest_path) / f"{notebook_hash(secret=secret, notebook_id=notebook.stem)}.html"

@@ -37,9 +37,9 @@ def naive_utc(moment: datetime) -> datetime:
     return moment.astimezone(timezone.utc).replace(tzinfo=None)
 
 
-def read_timestamp(folder: Path) -> str | None:
-    """The text of `folder/timestamp.txt` (a regular file, read bounded), or None."""
-    path = Path(folder) / "timestamp.txt"
+def read_small(path: Path, limit: int, strip: bool = True) -> str | None:
+    """At most `limit` bytes of a student's file (stripped, unless not `strip`), if it is a
+    regular file (no link followed, a FIFO never waited on); else None."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -47,5 +47,10 @@ def read_timestamp(folder: Path) -> str | None:
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        text = fh.read(4 * MAX_TIME_TEXT).decode("utf-8", errors="replace").strip()
-    return text or None
+        text = fh.read(limit).decode("utf-8", errors="replace")
+    return (text.strip() if strip else text) or None
+
+
+def read_timestamp(folder: Path) -> str | None:
+    """The text of `folder/timestamp.txt`, read as `read_small` reads, or None."""
+    return read_small(Path(folder) / "timestamp.txt", 4 * MAX_TIME_TEXT)

@@ -160,3 +160,21 @@ def test_a_root_service_leaves_the_instructors_course_the_instructors(users, tmp
         assert os.lstat(path).st_uid == users[ALICE], path
     assert outside.stat().st_uid == 0                    # the link's target is not the course's
     assert (course / "submitted").stat().st_mode & 0o777 == 0o700
+
+
+def test_a_refusal_reads_no_link_or_fifo_for_its_secret(tmp_path, monkeypatch):
+    """The refusal page is named from the student's submission_secret.txt: a link (to the
+    gradebook) or a FIFO there is refused at once, never followed or waited on."""
+    from graders.engine import serve
+    from graders.engine.times import read_small
+    (tmp_path / "secret").write_text("s" * 32)
+    (tmp_path / "link").symlink_to(tmp_path / "secret")
+    os.mkfifo(tmp_path / "fifo")
+    assert read_small(tmp_path / "secret", 4096, strip=False) == "s" * 32
+    done = []
+    worker = threading.Thread(target=lambda: done.append([read_small(tmp_path / n, 4096) for n in ("link", "fifo")]),
+                              daemon=True)
+    worker.start()
+    worker.join(10)
+    assert done == [[None, None]]
+    assert "read_small" in serve.release_refusal.__code__.co_names
