@@ -13,6 +13,11 @@ from graders.feedback import FAIL, INVALID, PASS, Outcome
 DEFAULT_RTOL = 1e-3
 MAX_LIST = 100_000
 
+# The verdict on a list of outputs whose length is not the number of hidden calls. It names
+# neither count: the reference's length is the number of calls the hidden test makes, which
+# the student is not told. Every check of a student function's outputs uses this wording.
+WRONG_OUTPUT_COUNT = "does not have one output per hidden call."
+
 
 def as_real(value):
     """A finite float from a student value, or a string saying why not."""
@@ -133,7 +138,7 @@ class Outputs:
         if isinstance(ans, dict) or not isinstance(ans, (list, tuple)):
             return Outcome(INVALID, "was not gathered: define the function with the name asked for.")
         if len(ans) != len(ref):
-            return Outcome(INVALID, f"has {len(ans)} outputs for {len(ref)} hidden calls.")
+            return Outcome(INVALID, WRONG_OUTPUT_COUNT)
         wrong = []
         for i, (r, a) in enumerate(zip(ref, ans)):
             if isinstance(a, dict) and "error" in a:

@@ -23,9 +23,11 @@
 # The two 8-bit rows are the formats of Micikevicius et al., *FP8 Formats for Deep Learning*
 # (2022, Table 1), in which Hopper-class and later GPUs multiply: E4M3 (more precision) for
 # weights and activations, E5M2 (fp16's range, 2 fraction bits) for gradients. E4M3 has no
-# infinity (the `fn`), so its top is 448 and torch's cast saturates there. Their windows are so
-# narrow (18 and 32 binades) that every FP8 tensor carries its own scale: one per tensor, or,
-# in the OCP Microscaling (MX) formats, one power of two shared by each block of 32 values.
+# infinity (the `fn`), so its top is 448. A cast past it saturates there in torch; that is
+# torch's choice, not the format's, and other stacks may give NaN (E4M3's only non-finite
+# value, S.1111.111). Their windows are so narrow (18 and 32 binades) that every FP8 tensor
+# carries its own scale: one per tensor, or, in the OCP Microscaling (MX) formats, one power of
+# two shared by each block of 32 values.
 #
 # The cast **rounds to nearest** (ties to even) and keeps subnormals. A value below the
 # smallest subnormal is not simply dropped. It becomes 0 only when it is at most half of

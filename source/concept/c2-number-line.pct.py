@@ -60,14 +60,15 @@
 # | E5M2 | 5, 2 | 57344 | $2^{-14}$ | $2^{-16}$ |
 # | E4M3 (`fn`: finite, no inf) | 4, 3 | 448 | $2^{-6}$ | $2^{-9}$ |
 #
-# E5M2 is fp16's exponent range with two fraction bits: the window of gradients. E4M3 trades a
-# binade of range for a third fraction bit and reuses the all-ones exponent for numbers (only
-# S.1111.111 is NaN, so its top is $1.75 \times 2^8 = 448$ and a cast past it saturates): the
-# window of weights and activations in the paper's recipe. An 18-binade window cannot hold a
-# whole network's values at one scale, so FP8 training scales each tensor by its own factor
-# (per-tensor scaling), or each block of 32 values by a shared power of two (the OCP
-# *Microscaling Formats* v1.0 block scaling, the scale stored as E8M0). The picture below draws
-# each window from `torch.finfo`, on one axis.
+# E5M2 is fp16's exponent range with two fraction bits: the window of gradients. E4M3 pays for
+# a third fraction bit with about 14 binades of range (about 18 binades against E5M2's 32, even
+# though it reuses the all-ones exponent for numbers: only S.1111.111 is NaN, so its top is
+# $1.75 \times 2^8 = 448$). It has no infinity: torch 2.13 saturates a cast past 448 to 448,
+# while other stacks may give NaN. E4M3 is the window of weights and activations in the
+# paper's recipe. An 18-binade window cannot hold a whole network's values at one scale,
+# so FP8 training scales each tensor by its own factor (per-tensor scaling), or each block of 32
+# values by a shared power of two (the OCP *Microscaling Formats* v1.0 block scaling, the scale
+# stored as E8M0). The picture below draws each window from `torch.finfo`, on one axis.
 
 # %%
 import math

@@ -6,8 +6,9 @@
 # **Width multiplier.** muP, the Maximal Update Parametrisation of Yang et al. (2022, *Tensor
 # Programs V*), measures a model's width against a small *base* model whose hyperparameters were
 # tuned: the width multiplier is $m = \text{width}/\text{base width}$. It then scales with $m$
-# what the standard parametrisation (SP) keeps fixed. For Adam (their Table 3; microsoft/mup's
-# `MuAdam` and `MuReadout` implement it):
+# what the standard parametrisation (SP) keeps fixed. For Adam, in the form of their Table 8
+# (which microsoft/mup's `MuAdam` and `MuReadout` implement; their Table 3 writes the same
+# parametrisation through initialisation variances and learning rates):
 # - **hidden weight matrices** (width × width) train at $\eta_{\text{base}}/m$;
 # - **the output layer**'s logits are multiplied by $1/m$;
 # - input weights and biases keep $\eta_{\text{base}}$.

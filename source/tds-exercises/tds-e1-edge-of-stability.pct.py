@@ -19,9 +19,12 @@
 # How fast does an unstable run blow up? The fastest direction grows by $|1 - \eta S|$ per step,
 # so it has grown by a factor $g$ after the first $t$ with $|1 - \eta S|^t \ge g$, that is
 # $t = \lceil \ln g / \ln|1 - \eta S| \rceil$ steps. Just past the threshold, $|1 - \eta S|$ is just
-# above 1 and the blow-up is slow, which is why an edge-of-stability run can hover instead of
-# exploding: a little growth along the top direction is enough for the network to reduce its own
-# sharpness (Cohen et al. §3; II.8's t4-warmup-and-wsd links this to warmup).
+# above 1 and the blow-up is slow, which leaves a network time to correct itself. A quadratic
+# cannot (its curvature is fixed), but in a network a little growth along the top direction
+# lowers the sharpness itself, through the loss's third derivative, and the run falls back below
+# the threshold: *self-stabilisation*, the account of Damian, Nichani and Lee (*Self-Stabilization:
+# The Implicit Bias of Gradient Descent at the Edge of Stability*, ICLR 2023) of the hovering
+# that Cohen et al. observed. II.8's t4-warmup-and-wsd links this to warmup.
 
 # %% [markdown]
 # ## Worked example (not your variant)

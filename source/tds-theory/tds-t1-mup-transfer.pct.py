@@ -13,15 +13,19 @@
 # Take a hidden layer $y = Wx$, $W$ an $n \times n$ matrix, inputs $x$ with entries of size order
 # 1. Its gradient is an outer product: $\nabla_W L = g x^\top$ with $g = \partial L/\partial y$.
 #
-# - **Adam's step is entrywise of size about $\eta$.** On the first step it is exactly
-#   $\eta\,\mathrm{sign}(g_i x_j)$ (since $\hat m/\sqrt{\hat v} = g/|g|$), and later steps stay of that order.
+# - **Adam's step is entrywise of size about $\eta$.** On the first step $\hat m$ is the gradient
+#   entry $G_{ij} = g_i x_j$ and $\sqrt{\hat v}$ is $|G_{ij}|$, and Adam adds its $\epsilon$ ($10^{-8}$ in
+#   torch) to the denominator: the step is $\eta\,G_{ij}/(|G_{ij}| + \epsilon)$, which is
+#   $\eta\,\mathrm{sign}(g_i x_j)$ up to $\epsilon$ wherever $|G_{ij}| \gg \epsilon$. Later steps stay of that order.
 # - **The step is correlated with the input.** The change of the output is
-#   $(\Delta W x)_i = -\eta\,\mathrm{sign}(g_i)\sum_j |x_j|$: all $n$ terms of the sum have the same sign.
+#   $(\Delta W x)_i \approx -\eta\,\mathrm{sign}(g_i)\sum_j |x_j|$: all $n$ terms of the sum have the same sign.
 #   It grows like $n$, not like $\sqrt n$ as $n$ independent changes would (the central-limit
 #   intuition that gives the $1/\sqrt n$ of initialisation does **not** apply to updates).
 # - **So under SP the effect of one step grows with width.** At the rate $\eta$ tuned on a base
-#   width $n_0$, a layer of width $n$ moves its outputs $n/n_0$ times as far. The rate that restores
-#   the base model's step is $\eta\,n_0/n$: the best SP rate drifts down as the width grows, and a
+#   width $n_0$, a layer of width $n$ moves its outputs $n/n_0$ times as far. The rate that keeps a
+#   hidden layer's update at the base model's size is $\eta\,n_0/n$. That is not the best SP rate of
+#   the whole network (which also depends on its input and output layers, and on how flat the loss
+#   is around its optimum), but it shows which way the best rate goes: down as the width grows, so a
 #   rate tuned on the proxy is too large for the big model (training becomes unstable).
 # - **muP builds the factor in.** It trains hidden matrices at $\eta/m$ with $m = n/n_0$ (and scales
 #   the output logits by $1/m$; tds-b5). The correlated growth is cancelled inside the
@@ -106,10 +110,11 @@ judge("tds-t1-mup-transfer", "check_expression", globals())
 #
 # For your variant's `base_width`, `widths` and `base_lr` (the best rate of the base model), one entry per width:
 # - `update_growth`: how many times as far one Adam step at `base_lr` moves a hidden layer's outputs, compared with the base width;
-# - `sp_best_lrs`: the SP rate that restores the base model's step;
+# - `sp_best_lrs`: the SP rate that restores the base model's step (the key is named for the best
+#   rate whose drift it tracks; it holds this rate);
 # - `mup_best_base_lrs`: the best base rate under muP;
 #
-# and `lr_shift_decades`: $\log_{10}$ of the ratio between the SP best rates at the narrowest and at the widest width.
+# and `lr_shift_decades`: $\log_{10}$ of the ratio between those SP rates at the narrowest and at the widest width.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_numbers", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION

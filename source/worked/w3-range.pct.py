@@ -56,6 +56,9 @@
 # largest finite value is $1.110_2 \times 2^{8} = 448$, not the IEEE rule's $240$ (the `fn`
 # in torch's name: finite, NaN only). torch 2.13's cast into it **saturates**: anything beyond
 # 448, `inf` included, becomes $\pm 448$; a cast into E5M2 overflows to `inf` as fp16 does.
+# Saturation is what torch does, not what the format prescribes: other stacks may give NaN
+# (S.1111.111) for a value past 448, since E4M3 has no infinity to round it to. This notebook
+# grades torch's casts.
 #
 # The paper's recipe: E4M3 for the tensors of the forward pass (weights and activations, which
 # need precision and fit in E4M3's roughly 18 binades once scaled), E5M2 for the gradients,

@@ -54,6 +54,19 @@ def test_every_concept_has_a_summary_and_names_only_known_items():
         assert set(concept.items) <= known, (concept.name, set(concept.items) - known)
 
 
+def test_the_edge_of_stability_is_at_or_just_above_two_over_eta():
+    """Cohen et al. 2021 find full-batch training's sharpness at, or just above, 2/η, not exactly
+    at it. Neither the concept's summary nor a card of its items puts it exactly there."""
+    import tomllib
+    concept = next(c for c in _chapter("TDS").concept_notes if c.name == "The Edge of Stability")
+    assert "exactly" not in concept.summary and "just above" in concept.summary, concept.summary
+    for item in concept.items:
+        for path in ROOT.glob(f"graders/problems/*/{item.replace('-', '_')}.cards.toml"):
+            for card in tomllib.loads(path.read_text())["card"]:
+                if re.search(r"hover|drift", card["back"]):
+                    assert "exactly" not in card["back"].lower(), card["back"]
+
+
 @pytest.fixture
 def served_pages(tmp_path):
     """Module pages written into a scratch site (one item page stubbed), served on 127.0.0.1."""

@@ -55,10 +55,10 @@ import sympy
 from graders.problem import Mistake
 
 _NUMBER = re.compile(r"(?<![\w.^])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w^])(%?)")
-# positions, not values: "entries 0, 3 ...", "entry 2", "hidden calls (numbers 1, 4)", "3 of 5 hidden calls"
-# and the size of the hidden test ("has 3 outputs for 4 hidden calls"), which is no answer
+# positions, not values: "entries 0, 3 ...", "entry 2", "hidden calls (numbers 1, 4)", and "3 of 5
+# hidden calls" (said only of a list with one output per call, whose length the student has made)
 _POSITIONS = re.compile(r"(?:entr(?:y|ies)|numbers|hidden calls?|hidden runs?)\s+\d+(?:,\s*\d+)*|"
-                        r"\d+ of \d+ hidden (?:calls|runs)|has \d+ outputs for \d+ hidden (?:calls|runs)")
+                        r"\d+ of \d+ hidden (?:calls|runs)")
 
 
 def _question_text_numbers(P):
@@ -189,11 +189,10 @@ def test_feedback_never_gives_the_answer_away(pid, monkeypatch):
         monkeypatch.setattr(P, "mistakes", mistakes)
         public = _numbers_in(params) + _lengths_in(params) + text_numbers
         secret_values = [v for key in P.checks for v in _numbers_in(reference[key])]
-        # the length of a list the student works out; a probe's outputs are as many as its
-        # hidden calls, which is the size of the test, not an answer
-        probed = set(P.probes(params))
+        # the length of a list the student works out, and of a probe's outputs: as many as its
+        # hidden calls, the size of the hidden test, which the student is not told either
         secret_lengths = {len(reference[key]) for key in P.checks
-                          if isinstance(reference[key], (list, tuple)) and key not in probed}
+                          if isinstance(reference[key], (list, tuple))}
         secret_lengths -= set(_lengths_in(params)) | {int(v) for v in _numbers_in(params) if float(v).is_integer()}
         attempts = [(f"mistake {m.name!r}", {**reference, **m.wrong(params)}) for m in mistakes]
         attempts += [(f"{key}: {what}", {**reference, key: wrong})
@@ -219,6 +218,32 @@ def test_the_leak_scan_finds_a_reference_value_and_a_reference_length():
                      [0.001])
     assert not leaks(["✗ x: exactly 7 of them"], secret, set(), [7])
     assert not leaks(["✗ x: fp16 holds 65504 at most"], [16], set(), [65504])
+
+
+# --- a list of a function's outputs of the wrong length names no count ------------------
+# A probed key's reference holds one output per hidden call, so its length is the size of the
+# hidden test, which the student is not told: the verdict on a list of another length says
+# only that it does not have one output per call, in the one wording numeric.py defines.
+PROBED = [pid for pid in IDS if problems.get(pid).probes(problems.get(pid).variants["A"])]
+
+
+@pytest.mark.parametrize("pid", PROBED)
+def test_a_wrong_length_list_of_outputs_names_neither_count(pid):
+    from graders.numeric import WRONG_OUTPUT_COUNT
+    P = problems.get(pid)
+    for label, params in P.variants.items():
+        reference = P.solve(params)
+        for key in P.probes(params):
+            calls = len(reference[key])
+            for answer in ([], list(reference[key][:1]), list(reference[key][:-1]),
+                           list(reference[key]) + list(reference[key][-1:])):
+                if len(answer) == calls:
+                    continue
+                feedback = P.grade(params, {**reference, key: answer}).feedback
+                said = [int(n) for text in feedback if not text.startswith("✓")
+                        for n in re.findall(r"\d+", text)]
+                assert calls not in said and len(answer) not in said, (label, key, feedback)
+                assert f"✗ {key}: {WRONG_OUTPUT_COUNT}" in feedback, (label, key, feedback)
 
 
 # --- a number is a number, whatever library made it ------------------------------------

@@ -17,8 +17,9 @@ The cast is torch's: a Python float is first rounded to float32 (torch.tensor's 
 dtype), then to the format with round-to-nearest, ties-to-even, subnormals kept. Past the
 largest finite value, a format with infinities rounds to inf from the half-way point up (fp16:
 65520 and above; below that, values round down to 65504). torch 2.13's cast into
-float8_e4m3fn saturates instead: every value beyond 448, inf included, becomes +-448. The tests
-check this module against torch's own casts and torch.finfo.
+float8_e4m3fn saturates instead: every value beyond 448, inf included, becomes +-448. That is
+torch's choice, not the format's (E4M3 has no infinity): other stacks may give NaN, S.1111.111.
+The tests check this module against torch's own casts and torch.finfo.
 """
 from __future__ import annotations
 

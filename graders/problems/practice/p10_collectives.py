@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graders.feedback import FAIL, INVALID, PASS, Outcome
-from graders.numeric import Count, Number, as_real
+from graders.numeric import WRONG_OUTPUT_COUNT, Count, Number, as_real
 from graders.problem import Mistake, Probe, Problem, seed_for
 
 ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float64": 8}
@@ -443,7 +443,7 @@ class RingOutputs:
         if isinstance(ans, dict) or not isinstance(ans, (list, tuple)):
             return Outcome(INVALID, "was not gathered: define ring_all_reduce and run the harness cell.")
         if len(ans) != len(ref):
-            return Outcome(INVALID, f"has {len(ans)} outputs for {len(ref)} hidden calls.")
+            return Outcome(INVALID, WRONG_OUTPUT_COUNT)
         calls_dtypes = [len(r[0]) for r in ref]
         wrong_bytes, wrong_sum = [], []
         for i, (r, a) in enumerate(zip(ref, ans)):
@@ -490,7 +490,7 @@ class FsdpOutputs:
         if isinstance(ans, dict) or not isinstance(ans, (list, tuple)):
             return Outcome(INVALID, "was not gathered: define state_bytes and run the harness cell.")
         if len(ans) != len(ref):
-            return Outcome(INVALID, f"has {len(ans)} outputs for {len(ref)} hidden calls.")
+            return Outcome(INVALID, WRONG_OUTPUT_COUNT)
         wrong = []
         for i, (r, a) in enumerate(zip(ref, ans)):
             if isinstance(a, dict):

@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from graders.feedback import FAIL, INVALID, PASS, Outcome
-from graders.numeric import Count, Number, as_real
+from graders.numeric import WRONG_OUTPUT_COUNT, Count, Number, as_real
 from graders.problem import Mistake, Probe, Problem, seed_for
 from graders.problems.common.torch_runs import quiet_torch
 
@@ -210,7 +210,7 @@ class RunOutputs:
         if isinstance(ans, dict) or not isinstance(ans, (list, tuple)):
             return Outcome(INVALID, "was not gathered: define mixed_precision_step and run the harness cell.")
         if len(ans) != len(ref):
-            return Outcome(INVALID, f"has {len(ans)} outputs for {len(ref)} hidden calls.")
+            return Outcome(INVALID, WRONG_OUTPUT_COUNT)
         wrong = []
         for i, (r, a) in enumerate(zip(ref, ans)):
             if isinstance(a, dict):

@@ -4,8 +4,9 @@ The term. muP (the Maximal Update Parametrisation; Yang, Hu, Babuschkin, Sidor, 
 Ryder, Pachocki, Chen and Gao, "Tensor Programs V: Tuning Large Neural Networks via Zero-Shot
 Hyperparameter Transfer", 2022, arXiv 2203.03466) describes a model by its width relative to a
 tuned base model, the width multiplier m = width / base_width, and scales with m what the
-standard parametrisation leaves fixed. For Adam (their Table 3, and microsoft/mup's MuAdam and
-MuReadout):
+standard parametrisation leaves fixed. For Adam, in the form of their Table 8, which
+microsoft/mup's MuAdam and MuReadout implement (Table 3 writes the same parametrisation through
+initialisation variances and learning rates):
 - hidden (width x width) weight matrices: learning rate base_lr / m;
 - the output (readout) layer: its logits multiplied by 1/m;
 - input weights and biases: learning rate unchanged, base_lr.

@@ -90,9 +90,10 @@ class MetricArtefactsExercise(Problem):
                 "the per-token accuracy was taken as 1 - L_CE; a cross-entropy is -log p of the right "
                 "token, so p = exp(-L_CE).",
                 _only(("token_accuracy", "exact_match"), accuracy=lambda loss: 1 - loss)),
-        Mistake("partial-credit",
-                "the score 1 - L (1 - p) is a partial-credit metric (one minus the expected share of wrong "
-                "tokens times L); exact match needs all L tokens right, p^L.",
+        Mistake("linearised-exact-match",
+                "the score 1 - L (1 - p) is one minus the expected number of wrong tokens (the expected "
+                "token edit distance), which agrees with exact match only to first order in 1 - p, for p "
+                "near 1; exact match needs all L tokens right, p^L.",
                 _only(("exact_match",), score=lambda p, n: 1 - n * (1 - p))),
         Mistake("no-logarithm",
                 "setting exp(-L (N/c)^α) equal to the target needs a logarithm: (N/c)^α = -ln(target)/L.",

@@ -3,23 +3,26 @@
 Source: Yang et al., "Tensor Programs V: Tuning Large Neural Networks via Zero-Shot
 Hyperparameter Transfer" (2022, arXiv 2203.03466), §5 and Table 3. The argument, for a hidden
 weight matrix W (n x n) and Adam:
-- Adam's update is entrywise of size about η (its first step is exactly η sign(g), since
-  m̂ / sqrt(v̂) = g/|g|), whatever the width;
+- Adam's update is entrywise of size about η, whatever the width: its first step is
+  η g / (|g| + eps), since m̂ = g and sqrt(v̂) = |g| and Adam adds eps to the denominator, so it
+  is η sign(g) up to eps wherever |g| >> eps;
 - the gradient of W is an outer product g xᵀ, so the update is correlated with the input x: each
-  entry of ΔW x sums n terms of one sign, |ΔW x|_i = η Σ_j |x_j|, which grows like n, not like
+  entry of ΔW x sums n terms of one sign, |ΔW x|_i ≈ η Σ_j |x_j|, which grows like n, not like
   sqrt(n) as uncorrelated changes would;
 - so under the standard parametrisation (SP: the same η at every width) the change of a hidden
-  layer's output in one step grows in proportion to the width; the rate that keeps it at the base
-  model's size is η_base · n_base / n, and the best SP rate drifts down as the model widens;
+  layer's output in one step grows in proportion to the width. The rate that keeps a hidden
+  layer's update at the base model's size is η_base · n_base / n; it is not the best SP rate of
+  the whole network, but the best rate drifts down with it as the model widens;
 - muP builds that factor in (hidden Adam rate η / m, m = n / n_base), so the best *base* rate η is
   the same at every width and a sweep on the narrow proxy transfers.
 The tests check the growth against torch.optim.Adam's own first step on real Linear layers.
 
 Answers, for the variant's base width, widths and base rate: `update_growth` (the factor by which
 the output change of one Adam step at the base rate grows, width over base, per width),
-`sp_best_lrs` (the SP rate that restores the base model's update size, per width),
+`sp_best_lrs` (the SP rate that restores the base model's update size, per width; named for the
+best rate whose drift it tracks),
 `mup_best_base_lrs` (the best base rate under muP, per width), `lr_shift_decades` (log10 of the
-ratio of the SP best rates at the narrowest and widest widths) and `sp_best_lr_expr` (the SP rate
+ratio of those SP rates at the narrowest and widest widths) and `sp_best_lr_expr` (the SP rate
 as an expression in the width d and the base rate eta, with the variant's base width a number).
 """
 from __future__ import annotations

@@ -181,8 +181,9 @@ class ActivationsProblem(Problem):
                                     if k in ("per_layer_bytes", "total_bytes")}),
         Mistake(
             "backward-equals-forward",
-            "the backward pass was priced like the forward; it costs twice the forward (gradients "
-            "for activations and for weights), so one recomputed forward adds a quarter, not a half.",
+            "the backward pass was priced like the forward, which makes one recomputed forward add "
+            "a half; the backward costs twice the forward (gradients for activations and for "
+            "weights), so price the recomputed forward against that whole step.",
             lambda q: {"recompute_flops_ratio": 1.5} if q["strategy"] == "full" else {},
         ),
         Mistake(

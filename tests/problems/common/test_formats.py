@@ -56,3 +56,34 @@ def test_every_fp8_row_a_precision_notebook_prints_is_the_papers(notebook):
         info = torch.finfo(getattr(torch, dtype))
         assert info.max == largest and math.log2(info.smallest_normal) == normal
         assert math.log2(info.tiny * info.eps) == subnormal
+
+
+# --- saturation is torch's, not the format's --------------------------------------------------
+# E4M3 has no infinity, and its one NaN per sign is S.1111.111. What a cast past 448 gives is the
+# converting software's choice: torch 2.13 saturates to +-448, other stacks may give NaN. Every
+# place in the course that says an FP8 cast saturates names torch and says that others may give NaN.
+def _prose(text: str) -> str:
+    return " ".join(re.sub(r"^\s*#\s?", "", line) for line in text.splitlines())
+
+
+def saturation_claims_without_their_owner(text: str) -> list[str]:
+    """The passages of `text` saying an FP8 cast saturates without naming torch and the NaN of others."""
+    prose, found = _prose(text), []
+    for match in re.finditer(r"saturat", prose, re.IGNORECASE):
+        around = prose[max(0, match.start() - 150):match.start() + 250]
+        if not re.search(r"e4m3|fp8|float8|448", around, re.IGNORECASE):
+            continue          # another saturation (a critical batch size's, say)
+        if "torch" not in around or not re.search(r"other (?:stacks|software)[^.]{0,120}NaN", around):
+            found.append(around)
+    return found
+
+
+def test_every_fp8_saturation_is_said_to_be_torchs():
+    places = [*REPO.glob("source/*/*.pct.py"), *REPO.glob("graders/**/*.py"),
+              *REPO.glob("graders/problems/*/*.cards.toml"), REPO / "chapters.toml", REPO / "README.md"]
+    found = {path.relative_to(REPO).as_posix(): claims for path in places
+             if (claims := saturation_claims_without_their_owner(path.read_text()))}
+    assert not found, found
+    assert saturation_claims_without_their_owner("# its top is 448 and a cast past it saturates")
+    assert not saturation_claims_without_their_owner("the batch's benefit saturates")
+    assert torch.tensor([1e6]).to(torch.float8_e4m3fn).item() == 448.0       # torch 2.13's choice

@@ -180,3 +180,36 @@ def test_the_four_format_number_line_matches_torch_finfo_and_the_fp8_paper():
         assert (min(sub_x), max(sub_x)) == pytest.approx((floor, tiny))
         assert (min(normal_x), max(normal_x)) == pytest.approx((tiny, top))
     assert bars
+
+
+# --- what E4M3's third fraction bit costs -------------------------------------------------------
+# Micikevicius et al. 2022, Table 1: E4M3 spans 2^-9 to 448, about 18 binades; E5M2 spans 2^-16 to
+# 57344, about 32 (b09, t1 and w3 say so). E4M3's third fraction bit costs it about 14 binades of
+# range, not one. Every place in the course that counts the binades E4M3 gives up says that.
+NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "ten": 10,
+                "fourteen": 14}
+
+
+def _range_given_up(text: str) -> list[int]:
+    import re
+    prose = " ".join(re.sub(r"^\s*#\s?", "", line) for line in text.splitlines())
+    return [int(n) if n.isdigit() else NUMBER_WORDS[n.lower()]
+            for n in re.findall(r"(\w+) binades? of range", prose)]
+
+
+def test_the_range_e4m3_gives_up_is_about_fourteen_binades():
+    from graders.problems.common.formats import format_limits
+    from tests.conftest import REPO
+    span = {}
+    for dtype in ("float8_e4m3fn", "float8_e5m2"):
+        largest, _, smallest = format_limits(dtype)
+        span[dtype] = math.log2(largest / smallest)
+    given_up = span["float8_e5m2"] - span["float8_e4m3fn"]
+    assert (round(span["float8_e4m3fn"]), round(span["float8_e5m2"]), given_up) == (18, 32, 14)
+    places = [*REPO.glob("source/*/*.pct.py"), *REPO.glob("graders/problems/*/*.py"),
+              *REPO.glob("graders/problems/*/*.cards.toml"), REPO / "chapters.toml", REPO / "README.md"]
+    claims = {path.relative_to(REPO).as_posix(): _range_given_up(path.read_text()) for path in places}
+    claims = {place: counts for place, counts in claims.items() if counts}
+    assert "source/concept/c2-number-line.pct.py" in claims
+    assert all(abs(n - given_up) <= 1 for counts in claims.values() for n in counts), claims
+    assert _range_given_up("# E4M3 trades a\n# binade of range") == [1]

@@ -31,3 +31,18 @@ def test_threshold_is_two_over_the_sharpness():
         r = P.solve(q)
         assert math.isclose(r["threshold_lr"] * max(q["curvatures"]), 2.0)
         assert r["unstable"] == [i for i, a in enumerate(q["curvatures"]) if q["lr"] * a > 2]
+
+
+def test_the_hovering_mechanism_is_credited_to_damian_nichani_and_lee():
+    """Cohen et al. 2021 observed that the sharpness hovers at the threshold; the account of how
+    (growth along the top direction lowers the sharpness itself: self-stabilisation) is Damian,
+    Nichani and Lee, ICLR 2023. The notebook credits each with its own part."""
+    import re
+
+    from tests.conftest import REPO
+    text = (REPO / "source" / "tds-exercises" / "tds-e1-edge-of-stability.pct.py").read_text()
+    prose = " ".join(re.sub(r"^\s*#\s?", "", line) for line in text.splitlines())
+    mechanism = re.search(r"[^.]*(?:its own sharpness|the sharpness itself)[^.]*\.(?:[^.]*\.){0,2}", prose)
+    assert mechanism, "the notebook explains why a run past the threshold can hover"
+    assert "Damian, Nichani and Lee" in mechanism.group(0) and "ICLR 2023" in mechanism.group(0), mechanism.group(0)
+    assert not re.search(r"(?:its own sharpness|the sharpness itself)[^.]{0,40}\(Cohen", prose)

@@ -34,3 +34,20 @@ def test_kaplan_form_of_the_loss():
     # law written as (N/c)^alpha with alpha = -alpha_N.
     r = P.solve({"c": 8.8e13, "alpha": -0.076, "length": 1, "sizes": [1.5e9], "target": 0.5})
     assert math.isclose(-math.log(r["token_accuracy"][0]), (8.8e13 / 1.5e9) ** 0.076, rel_tol=1e-12)
+
+
+def test_the_linear_score_mistake_is_described_as_what_it_computes():
+    """The declared mistake scores 1 - L(1 - p): one minus the expected number of wrong tokens (the
+    expected token edit distance, for substitutions, which Schaeffer et al. 2023 §2 use as their
+    linear metric), and p^L to first order in 1 - p. It is not Schaeffer et al.'s metric, so neither
+    its name nor its feedback calls it a partial-credit metric; its feedback says what it is."""
+    mistake = next(m for m in P.mistakes if "1 - L (1 - p)" in m.feedback)
+    assert "partial" not in mistake.name and "partial-credit metric" not in mistake.feedback, mistake
+    assert "edit distance" in mistake.feedback and "first order" in mistake.feedback, mistake.feedback
+    for q in P.variants.values():
+        L = q["length"]
+        wrong, right = mistake.wrong(q)["exact_match"], P.solve(q)["exact_match"]
+        for p, score, exact in zip(P.solve(q)["token_accuracy"], wrong, right):
+            edit_distance = sum(k * math.comb(L, k) * (1 - p) ** k * p ** (L - k) for k in range(L + 1))
+            assert math.isclose(score, 1 - edit_distance, rel_tol=1e-9, abs_tol=1e-12)
+            assert 0 <= exact - score <= math.comb(L, 2) * (1 - p) ** 2 + 1e-12     # second order

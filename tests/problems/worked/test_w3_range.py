@@ -250,3 +250,18 @@ def test_missing_answers_and_wrong_symbols_score_zero():
     assert result.score == 0
     assert "not in this problem's notation" in result.feedback[0]
     assert "string" in result.feedback[1]
+
+
+# --- what Fig. 3 of the 2018 paper shows -------------------------------------------------------
+# Micikevicius et al. 2018, Fig. 3, is a histogram of Multibox SSD's activation gradients recorded
+# during fp32 training: its 67% zero bin counts values already zero in fp32, and the paper prints
+# no share lost to fp16 underflow (the w3 notebook says so). A card quoting the 67% says fp32.
+def test_a_card_quoting_fig3s_zero_share_places_it_in_fp32():
+    import tomllib
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[3] / "graders" / "problems"
+    quoting = [card for path in sorted(root.glob("*/*.cards.toml"))
+               for card in tomllib.loads(path.read_text())["card"] if "67%" in card["back"]]
+    assert quoting, "the w3 card on Fig. 3 quotes its 67%"
+    for card in quoting:
+        assert "in fp32" in card["back"] and "in fp16" not in card["back"], card["back"]

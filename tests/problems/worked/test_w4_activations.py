@@ -261,3 +261,33 @@ def test_erratum_accepted_in_a_full_grade_with_other_keys():
     result = P.grade(q, answers)
     assert result.score == result.max_score - P.checks["per_layer_bytes"].points
     assert sum("erratum" in line for line in result.feedback) == 1
+
+
+# --- the feedback of "backward-equals-forward" --------------------------------------------
+# The backward pass costs two forwards (Narayanan et al. 2021, eqs. 3 and 4), so one recomputed
+# forward adds a third to a training step: solve's 8/6. The mistake prices the backward like the
+# forward and answers 1.5. Its feedback may name the share that answer implies (a half), and no
+# other: not a wrong share, and not the reference's, which would hand the "full" variant its answer.
+SHARE_WORDS = {"half": Fraction(1, 2), "third": Fraction(1, 3), "quarter": Fraction(1, 4),
+               "fifth": Fraction(1, 5), "sixth": Fraction(1, 6), "eighth": Fraction(1, 8)}
+
+
+def shares_named(text: str) -> set:
+    """Every share of a step a text names: in words, as a fraction a/b, or as a percentage."""
+    import re
+    text = text.lower()
+    named = {share for word, share in SHARE_WORDS.items() if re.search(rf"\b{word}s?\b", text)}
+    named |= {Fraction(int(n), int(d)) for n, d in re.findall(r"(?<![\w.])(\d+)\s*/\s*(\d+)(?![\w.])", text)}
+    named |= {Fraction(p) / 100 for p in re.findall(r"(\d+(?:\.\d+)?)\s*%", text)}
+    return named
+
+
+def test_backward_equals_forward_names_no_share_but_the_students_own():
+    mistake = next(m for m in P.mistakes if m.name == "backward-equals-forward")
+    full = next(v for v in P.variants.values() if v["strategy"] == "full")
+    own = Fraction(mistake.wrong(full)["recompute_flops_ratio"]).limit_denominator(100) - 1
+    reference = Fraction(P.solve(full)["recompute_flops_ratio"]).limit_denominator(100) - 1
+    assert (own, reference) == (Fraction(1, 2), Fraction(1, 3))
+    assert shares_named(mistake.feedback) <= {own}, mistake.feedback
+    assert shares_named("adds a quarter, not a half; 4/3; 33%") == {Fraction(1, 4), Fraction(1, 2),
+                                                                    Fraction(4, 3), Fraction(33, 100)}
