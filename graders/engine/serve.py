@@ -436,6 +436,7 @@ class Service:
                 mine.why = f"{why} The student was not told: {exc}"[:600]
                 journal.save(job.student, attempts)
                 self.say(f"{job.student} {job.assignment}: the refusal could not be released ({exc})")
+            exchange.close_course(self.root, self.coursedir.db_url)   # the ledger and journal stay the instructor's
             return True
         mine.state = "grading"
         journal.save(job.student, attempts)
