@@ -58,11 +58,13 @@ def run(*args: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess
     return result
 
 
-def as_user(user: str, *args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    """`args` run as the unix user `user`, with the venv's scripts first on PATH."""
+def as_user(user: str, *args: str, cwd: Path | None = None, check: bool = True,
+            **kwargs) -> subprocess.CompletedProcess:
+    """`args` run as the unix user `user`, with the venv's scripts first on PATH (`kwargs`, such as
+    `input`, go to subprocess.run)."""
     env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "LANG": "C.UTF-8"}
     return run("runuser", "-u", user, "--", "env", *[f"{k}={v}" for k, v in env.items()], *args,
-               cwd=cwd, check=check)
+               cwd=cwd, check=check, **kwargs)
 
 
 @pytest.fixture(scope="session")
