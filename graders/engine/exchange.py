@@ -86,7 +86,7 @@ def set_aside(root: Path, assignment: str, folder: str, claimed: str, why: str) 
     entries[folder] = SetAside(folder, claimed, why, time.time())
     path = ledger_path(root, assignment)
     path.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
+    close_folder(path.parent)
     _atomic_write(path, json.dumps([asdict(e) for e in entries.values()], indent=1).encode(), 0o600)
     return True
 

@@ -436,11 +436,18 @@ class Service:
                 mine.why = f"{why} The student was not told: {exc}"[:600]
                 journal.save(job.student, attempts)
                 self.say(f"{job.student} {job.assignment}: the refusal could not be released ({exc})")
-            exchange.close_course(self.root, self.coursedir.db_url)   # the ledger and journal stay the instructor's
+            self._give_back()   # the ledger and journal stay the instructor's
             return True
         mine.state = "grading"
         journal.save(job.student, attempts)
         return False
+
+    def _give_back(self) -> None:
+        """What this service wrote stays the instructor's: the course's working state (closed), and
+        the feedback it released in the exchange (a root service's would block the instructor's
+        own Release Feedback); each given to the owner of its folder above."""
+        exchange.close_course(self.root, self.coursedir.db_url)
+        exchange.give_back(self.inbound.parent, self.inbound.parent / "feedback")
 
     def _set(self, job: _Job, **changes) -> list[Attempt]:
         journal = self.journals[job.assignment]
@@ -461,7 +468,7 @@ class Service:
             kind, value = value
         if kind != "ok":
             self._set(job, state="failed", why=str(value)[:300], finished=time.time())
-            exchange.close_course(self.root, self.coursedir.db_url)
+            self._give_back()
             self.say(f"{student} {job.assignment}: NOT GRADED ({value})")
             return
         result, feedback_error = value
@@ -474,7 +481,7 @@ class Service:
         stands = counted(attempts, self.policy, self.duedates[job.assignment])
         if stands is not None and stands.folder != job.folder:
             self._restore(gb, job, stands)
-        exchange.close_course(self.root, self.coursedir.db_url)   # what it wrote stays the instructor's
+        self._give_back()   # what it wrote stays the instructor's
         self.say(f"{student} {job.assignment}: {score:g}/{most:g} in {took:.1f} s"
                  + (f" (the attempt of {stands.timestamp} stands)" if stands and stands.folder != job.folder else "")
                  + (f"; feedback failed: {feedback_error}" if feedback_error else ""))
