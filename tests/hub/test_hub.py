@@ -317,7 +317,8 @@ def generate_and_release_feedback(page, hub) -> dict:
     for step, cell in (("generate", "generate-feedback"), ("release", "release-feedback")):
         row.locator(f"td.{cell} a").click()
         modal = page.locator("#success-modal, #error-modal")
-        page.locator(".modal.in .modal-footer button").wait_for(timeout=120_000)     # faded in
+        page.locator(".modal.in .modal-footer button").wait_for(timeout=120_000)
+        page.wait_for_timeout(800)          # Bootstrap's fade (and the last dialog's backdrop) is over
         shot(page, f"hub-instructor-0{3 if step == 'generate' else 4}-{step}-feedback")
         answered[step] = (modal.get_attribute("id"), "")
         if answered[step][0] != "success-modal":
