@@ -208,15 +208,17 @@ def release_refusal(config, root: Path, assignment: str, folder: str, why: str) 
     coursedir = CourseDirectory(config=config, root=str(root))
     coursedir.assignment_id = assignment
     app = ExchangeReleaseFeedback(coursedir=coursedir, config=config, log=course_dir._quiet)
-    app.init_dest()                       # the exchange's feedback folder, made as nbgrader makes it
     source = Path(app.root) / coursedir.course_id / "inbound" / folder
     secret = read_small(source / "submission_secret.txt", 4096, strip=False)
     if secret is None:
         raise ValueError("the submission's secret is not a regular file")
     page = REFUSAL.format(assignment=_html(assignment), why=_html(why))
-    for notebook in sorted(source.glob("*.ipynb")):
-        target = Path(app.dest_path) / f"{notebook_hash(secret=secret, notebook_id=notebook.stem)}.html"
-        record_io._atomic_write(target, page.encode(), 0o644)
+    notebooks = sorted(source.glob("*.ipynb"))
+    with exchange.as_owner_of(exchange_course(config, coursedir)):   # written as the exchange's owner
+        app.init_dest()                   # the exchange's feedback folder, made as nbgrader makes it
+        for notebook in notebooks:
+            target = Path(app.dest_path) / f"{notebook_hash(secret=secret, notebook_id=notebook.stem)}.html"
+            record_io._atomic_write(target, page.encode(), 0o644)
 
 
 REFUSAL = """<!DOCTYPE html>
@@ -443,11 +445,9 @@ class Service:
         return False
 
     def _give_back(self) -> None:
-        """What this service wrote stays the instructor's: the course's working state (closed), and
-        the feedback it released in the exchange (a root service's would block the instructor's
-        own Release Feedback); each given to the owner of its folder above."""
+        """What this service wrote in the course stays the instructor's (closed, and given back to
+        the course folder's owner); its releases in the exchange are made as the exchange's owner."""
         exchange.close_course(self.root, self.coursedir.db_url)
-        exchange.give_back(self.inbound.parent, self.inbound.parent / "feedback")
 
     def _set(self, job: _Job, **changes) -> list[Attempt]:
         journal = self.journals[job.assignment]
@@ -567,9 +567,18 @@ def release_feedback(config, root: Path, assignment: str, student: str) -> str:
     from nbgrader.coursedir import CourseDirectory
     coursedir = CourseDirectory(config=config, root=str(root))
     api = NbGraderAPI(coursedir=coursedir, config=config)
-    for outcome in (lambda: api.generate_feedback(assignment, student_id=student, force=True),
-                    lambda: api.release_feedback(assignment, student_id=student)):
+
+    def release():
+        exchange.close_course(root, coursedir.db_url)        # readable by the exchange's owner
+        with exchange.as_owner_of(exchange_course(config, coursedir)):
+            return api.release_feedback(assignment, student_id=student)
+    for outcome in (lambda: api.generate_feedback(assignment, student_id=student, force=True), release):
         outcome = outcome()
         if not outcome.get("success"):
             return (outcome.get("error") or outcome.get("log") or "failed").strip().splitlines()[-1][:300]
     return ""
+
+
+def exchange_course(config, coursedir) -> Path:
+    """The course's folder in the exchange (its owner released the assignment)."""
+    return inbound_path(coursedir, config.Exchange.get("root", "/srv/nbgrader/exchange")).parent
