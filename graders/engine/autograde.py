@@ -159,7 +159,7 @@ def _grade_course(root, assignment, started, zygote, workers, limits, force, pro
             # graded before (perhaps by a run killed halfway): re-apply what is not yet recorded
             result = SubmissionResult.from_json(entry["result"])
             if entry["state"] != "recorded" or not _artifacts_present(gb, course, result):
-                if not accept(gb, course, journal, late.plugin_inst, report, result, state="recorded"):
+                if not accept(gb, course, journal, late.plugin_inst, report, result, fresh=False):
                     continue          # that student's failure, reported; the class goes on
             else:
                 report.results[student] = result

@@ -181,10 +181,10 @@ PRIVATE = ("submitted", "autograded", "feedback", ".chapter", "reports")
 _warned: set = set()
 
 
-def close_course(root: Path, db_url: str = "") -> str:
+def close_course(root: Path, db_url: str = "") -> None:
     """Make the course's working state the instructor's alone, and warn (on stderr, once a
     process) when other accounts on this machine can still reach the course folder itself
-    (its source/ holds the solutions). Returns the warning, "" when there is none."""
+    (its source/ holds the solutions)."""
     import sys
     root = Path(root)
     for name in PRIVATE:
@@ -197,11 +197,23 @@ def close_course(root: Path, db_url: str = "") -> str:
             if path.is_file() and not path.is_symlink():
                 close_folder(path, 0o600)
                 give_back(root, path)
+    if str(root) in _warned:        # the account lookup is done once, not on every attempt
+        return
     warning = open_to_others(root)
-    if warning and str(root) not in _warned:
+    if warning:
         _warned.add(str(root))
         print(f"WARNING: {warning}", file=sys.stderr, flush=True)
-    return warning
+
+
+def _someone_elses(folder: Path):
+    """`folder`'s stat when this process is root and the folder belongs to another account."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        owner = os.stat(folder)
+    except OSError:
+        return None
+    return owner if owner.st_uid != 0 else None
 
 
 def give_back(root: Path, path: Path) -> None:
@@ -209,13 +221,8 @@ def give_back(root: Path, path: Path) -> None:
     sandbox) leaves `path`, and all under it, owned by the course folder's owner, so that the
     instructor's formgrader and nbgrader commands can still write what it wrote. No link is
     followed; nothing is done unless this process is root and the course is someone else's."""
-    if os.geteuid() != 0:
-        return
-    try:
-        owner = os.stat(root)
-    except OSError:
-        return
-    if owner.st_uid == 0:
+    owner = _someone_elses(root)
+    if owner is None:
         return
 
     def mend(name: str) -> None:
@@ -238,11 +245,8 @@ def as_owner_of(folder: Path):
     the folder is someone else's: nbgrader's exchange refuses to write into a folder its process
     does not own, so a root `chapter serve` releases feedback as the instructor who released the
     assignment (and the instructor's own Release Feedback keeps working beside it)."""
-    try:
-        owner = os.stat(folder)
-    except OSError:
-        owner = None
-    if os.geteuid() != 0 or owner is None or owner.st_uid == 0:
+    owner = _someone_elses(folder)
+    if owner is None:
         yield
         return
     # real and effective ids both (nbgrader's ownership check reads the real uid); the saved
@@ -336,11 +340,12 @@ class CheckedCollect(ExchangeCollect):
                 if set_aside(root, assignment, name, parts[0], why):
                     self.log.warning("set aside %s: %s", name, why)
                 continue
+            info = os.lstat(path)
             moment, _ = submission_time(parts[2])
             if moment is None:       # the student's clock said nothing usable: when it reached us
-                moment = datetime.fromtimestamp(os.lstat(path).st_ctime, timezone.utc)
+                moment = datetime.fromtimestamp(info.st_ctime, timezone.utc)
             found.append({"username": parts[0], "filename": name, "timestamp": naive_utc(moment),
-                          "owner": os.lstat(path).st_uid})
+                          "owner": info.st_uid})
         return found
 
     def choose(self, records: list[dict]) -> list[dict]:

@@ -207,6 +207,8 @@ def handed_in_instead(course: Course, folder: Path, name: str) -> tuple[Path | N
             if depth == 0 and stem in expected:
                 continue
             (matches if _COPY_MARK.sub("", stem) == name else others).append(path)
+        if seen > MAX_LOOKED_AT:
+            break
     if len(matches) == 1:
         return matches[0], ""
     why = "the notebook was not submitted"

@@ -60,8 +60,7 @@ def writer_lock(gb, course_id: str, student: str):
 def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> str:
     student, assignment = result.student, course.assignment
     gb.update_or_create_student(student)
-    text = read_timestamp(course.submission_dir(student))
-    moment, why = submission_time(text) if text is not None else (None, "")
+    moment, why = submission_moment(course, student)
     if moment is not None:
         submission = gb.update_or_create_submission(assignment, student, timestamp=naive_utc(moment))
     else:
@@ -100,10 +99,16 @@ def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> s
     return why
 
 
+def submission_moment(course: Course, student: str):
+    """(when the student submitted, "") from their timestamp.txt; (None, why it is unusable),
+    or (None, "") when there is none at all."""
+    text = read_timestamp(course.submission_dir(student))
+    return submission_time(text) if text is not None else (None, "")
+
+
 def untimed(course: Course, student: str) -> str:
     """Why the student's submission has no usable time ("" when it has one, or has none at all)."""
-    text = read_timestamp(course.submission_dir(student))
-    return submission_time(text)[1] if text is not None else ""
+    return submission_moment(course, student)[1]
 
 
 def write_autograded(course: Course, result: SubmissionResult) -> None:
@@ -147,24 +152,25 @@ def _artifacts_present(gb, course, result) -> bool:
     return all((folder / f"{nb.name}.ipynb").exists() for nb in result.notebooks if nb.notebook is not None)
 
 
-def accept(gb, course, journal, late, report, result: SubmissionResult, state: str = "graded") -> bool:
-    """Keep one graded submission: journal it, record it in the gradebook, write its notebooks.
+def accept(gb, course, journal, late, report, result: SubmissionResult, fresh: bool = True) -> bool:
+    """Keep one graded submission: journal it (when `fresh`: not yet in the journal), record it
+    in the gradebook, write its notebooks.
 
-    A failure to record it is that student's alone: they are reported NOT RECORDED (no grade,
-    never a 0), the others go on, and the journal keeps the grading, so the next run records
-    it again without grading it again. False when it could not be recorded.
+    A failure to record it is that student's alone: they are reported NOT GRADED, "could not be
+    recorded" (no grade, never a 0), the others go on, and the journal keeps the grading, so the
+    next run records it again without grading it again. False when it could not be recorded.
     """
     with _uninterrupted():
-        if state == "graded":
+        if fresh:
             journal.put(result, "graded")
         try:
-            untimed = record(gb, course, result, late)
+            why = record(gb, course, result, late)
             write_autograded(course, result)
         except Exception as exc:  # noqa: BLE001 - one student's bad data never stops the class
             report.failed[result.student] = f"could not be recorded ({type(exc).__name__}: {exc})"[:300]
             return False
-        if untimed:
-            report.untimed[result.student] = untimed
+        if why:
+            report.untimed[result.student] = why
         journal.put(result, "recorded")
         report.results[result.student] = result
         return True
