@@ -159,8 +159,8 @@ class CheckpointProblem(Problem):
     mistakes = (
         Mistake(
             "weights-only",
-            "only the weights were counted; resuming also needs the optimizer's state, which "
-            "for Adam is twice the weights again.",
+            "only the weights were counted; resuming also needs the optimizer's state: two fp32 "
+            "values per weight for AdamW and for RMSprop with momentum, one for SGD with momentum.",
             _weights_only,
             instant="the optimiser's part of a checkpoint.",
         ),
