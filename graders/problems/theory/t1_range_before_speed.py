@@ -256,17 +256,20 @@ class RangeBeforeSpeed(Problem):
             "this scale is one power of two too large: the first k at which the largest "
             "gradient overflows, not the last one at which it still fits.",
             _first_overflowing_k,
+            instant="the definition of the largest safe exponent: the biggest gradient stays finite there.",
         ),
         Mistake(
             "fencepost",
             "the count of safe scales is one short; both ends of the window of safe k are safe.",
             _fencepost,
+            instant="how the exponents of a window of safe scales are counted.",
         ),
         Mistake(
             "negative-count",
             "the count is negative; when the smallest rescuing scale lies above the largest safe "
             "one, no scale is safe, and the count is 0. This is loss scaling failing.",
             _negative_count,
+            instant="what values a count of safe scales can take.",
         ),
         Mistake(
             "flush-subnormals",
@@ -274,6 +277,7 @@ class RangeBeforeSpeed(Problem):
             "survive, down to 2^-24 (and values just above 2^-25 round up to it).",
             _with_caster(_flush_below_normal, ("fp16_lost_count", "min_rescue_log2_scale",
                                                "safe_scale_count")),
+            instant="the subnormal numbers fp16 keeps.",
         ),
         Mistake(
             "truncate-not-round",
@@ -281,48 +285,56 @@ class RangeBeforeSpeed(Problem):
             "between 2^-25 and 2^-24 round up and survive.",
             _with_caster(_truncate_below_subnormal, ("fp16_lost_count", "min_rescue_log2_scale",
                                                      "safe_scale_count")),
+            instant="how the cast rounds a value near fp16's smallest subnormal.",
         ),
         Mistake(
             "fp16-for-bf16",
             "fp16's range was used for bfloat16; bf16 has eight exponent bits, fp32's range, so "
             "its floor lies more than a hundred binades below fp16's.",
             _fp16_for_bf16,
+            instant="the exponent width of bfloat16.",
         ),
         Mistake(
             "bound-not-measured",
             "this is the bound 2^-8 on bf16's relative rounding error; the question asks for "
             "the largest error actually made on your gradients.",
             lambda q: {"bf16_max_rel_error": 2.0 ** -8},
+            instant="the error the cast actually makes on your own gradients.",
         ),
         Mistake(
             "overflow-ignores-scale",
             "overflow was tested on the gradients before scaling; the scaler overflows when the "
             "largest gradient *times the scale in force* is too large for fp16.",
             _with_scaler("ignore-scale"),
+            instant="the loss scale in force at each step.",
         ),
         Mistake(
             "ceiling-2-16",
             "the ceiling was taken as 2^16; fp16's largest finite value is 65504, and products "
             "from 65520 up round to inf.",
             _with_scaler("ceiling-2-16"),
+            instant="fp16's largest finite value, and where a product becomes inf.",
         ),
         Mistake(
             "ceiling-65504",
             "a product above 65504 was counted as an overflow; the cast rounds to nearest, so "
             "products below 65520 round down to 65504 and stay finite; only 65520 and up become inf.",
             _with_scaler("ceiling-65504"),
+            instant="round-to-nearest at the top of fp16's range.",
         ),
         Mistake(
             "tracker-not-reset",
             "the count of clean steps carried on across an overflow; GradScaler grows the scale "
             "only after growth_interval consecutive clean steps.",
             _with_scaler("tracker-not-reset"),
+            instant="what an overflow does to GradScaler's count of clean steps.",
         ),
         Mistake(
             "late-growth",
             "the scale grew one step late; it grows in the update that ends the "
             "growth_interval-th consecutive clean step, so the next step already uses it.",
             _with_scaler("late-growth"),
+            instant="the update in which GradScaler's growth of the scale takes effect.",
         ),
     )
 
