@@ -89,6 +89,29 @@ def test_each_mistake_loses_points_and_is_named(mistake):
     assert named
 
 
+# Issue 27: 'sharded-a-stage-early' gave the right answers in variant D (stage 3), where there is
+# no stage beyond to slip into. A mistake that can be made in a variant must lose points there; one
+# that cannot says so with an empty wrong answer, decided from the parameters.
+@pytest.mark.parametrize("label", "ABCD")
+@pytest.mark.parametrize("mistake", P1.mistakes, ids=lambda m: m.name)
+def test_a_mistake_that_can_be_made_loses_points_in_every_variant(mistake, label):
+    params = P1.variants[label]
+    wrong = mistake.wrong(params)
+    if not wrong:
+        return
+    result = P1.grade(params, {**P1.solve(params), **wrong})
+    assert result.score < result.max_score, (mistake.name, label)
+
+
+@pytest.mark.parametrize("stage, early, late", [(0, True, False), (1, True, True), (2, True, True),
+                                                (3, False, True)])
+def test_stage_slips_exist_only_where_a_neighbouring_stage_does(stage, early, late):
+    params = {"N": 1e9, "P": 8, "K": 12, "stage": stage}
+    slips = {m.name: m.wrong(params) for m in P1.mistakes if m.name.startswith("sharded-a-stage")}
+    assert bool(slips["sharded-a-stage-early"]) is early
+    assert bool(slips["sharded-a-stage-late"]) is late
+
+
 @pytest.mark.parametrize("answers", [
     {}, None, {"bytes_per_param": "16"}, {"total_bytes": float("nan")}, {"per_device_expr": "16*N"},
     {"per_device_expr": sympy.Symbol("x")}, {"per_device_bytes": [1, 2]}, {"bytes_per_param": object()},
