@@ -6,6 +6,7 @@ import sympy
 
 from graders import problems
 from graders.problems.worked.w1_memory import per_device
+from tests.problems.worked.mistakes import assert_loses_points_where_made
 
 P1 = problems.get("w1-memory")
 GB = 1e9  # the paper's GB are 10^9 bytes: 7.5B x 16 bytes is printed as 120GB
@@ -95,12 +96,7 @@ def test_each_mistake_loses_points_and_is_named(mistake):
 @pytest.mark.parametrize("label", "ABCD")
 @pytest.mark.parametrize("mistake", P1.mistakes, ids=lambda m: m.name)
 def test_a_mistake_that_can_be_made_loses_points_in_every_variant(mistake, label):
-    params = P1.variants[label]
-    wrong = mistake.wrong(params)
-    if not wrong:
-        return
-    result = P1.grade(params, {**P1.solve(params), **wrong})
-    assert result.score < result.max_score, (mistake.name, label)
+    assert_loses_points_where_made(P1, mistake, label)
 
 
 @pytest.mark.parametrize("stage, early, late", [(0, True, False), (1, True, True), (2, True, True),

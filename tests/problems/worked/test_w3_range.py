@@ -8,6 +8,7 @@ import torch
 
 from graders import problems
 from graders.problems.worked import w3_range
+from tests.problems.worked.mistakes import assert_loses_points_where_made
 
 PROBLEM = problems.get("w3-range")
 TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16,
@@ -274,12 +275,7 @@ def test_a_card_quoting_fig3s_zero_share_places_it_in_fp32():
 @pytest.mark.parametrize("label", "ABCD")
 @pytest.mark.parametrize("mistake", PROBLEM.mistakes, ids=lambda m: m.name)
 def test_a_mistake_that_can_be_made_loses_points_in_every_variant(mistake, label):
-    params = PROBLEM.variants[label]
-    wrong = mistake.wrong(params)
-    if not wrong:
-        return
-    result = PROBLEM.grade(params, {**PROBLEM.solve(params), **wrong})
-    assert result.score < result.max_score, (mistake.name, label)
+    assert_loses_points_where_made(PROBLEM, mistake, label)
 
 
 def test_variant_c_reaches_bf16s_floor_as_torch_casts_it():
