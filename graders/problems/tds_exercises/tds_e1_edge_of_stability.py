@@ -58,7 +58,7 @@ def _changed(q, **kw):
 
 class EdgeOfStabilityExercise(Problem):
     id = "tds-e1-edge-of-stability"
-    title = "Gradient descent past 2/η: which directions blow up, and how fast"
+    title = "Gradient descent past the stability threshold: which directions blow up, and how fast"
     strand = "mathematics"
     kind = "exercise"
     assignment = "tds-exercises"
