@@ -291,42 +291,49 @@ class LossScalerProblem(Problem):
             "an overflow did not set the count of clean steps back to 0; GradScaler grows the scale "
             "only after growth_interval consecutive clean steps.",
             _mistake("tracker-not-reset"),
+            instant="what an overflow does to the count of clean steps.",
         ),
         Mistake(
             "late-growth",
             "the scale grew one step late; it grows in the update that ends the growth_interval-th "
             "consecutive clean step, so the very next step already runs at the larger scale.",
             _mistake("late-growth"),
+            instant="the update in which the scale grows.",
         ),
         Mistake(
             "inf-only",
             "the overflow check looked for inf only; a corrupt batch gives NaN gradients, which "
             "torch.isinf misses. GradScaler skips on any non-finite value (torch.isfinite).",
             _mistake("inf-only"),
+            instant="what a corrupt batch puts in the gradients.",
         ),
         Mistake(
             "first-tensor-only",
             "only some of the gradients were checked; in fp16 the overflow often appears in one "
             "layer first, so every gradient of every parameter must be checked.",
             _mistake("first-tensor-only"),
+            instant="which gradients the overflow check must inspect.",
         ),
         Mistake(
             "checks-scaled-loss",
             "the overflow was judged from the scaled loss; the loss is finite long after the fp16 "
             "backward pass has overflowed, so the gradients themselves must be checked.",
             _mistake("checks-scaled-loss"),
+            instant="where an overflow of the fp16 backward pass shows.",
         ),
         Mistake(
             "no-unscale",
             "the gradients were never divided by the scale, so the optimizer (and the clipping) saw "
             "gradients that were still scaled.",
             _mistake("no-unscale", schedule=False, weights=True),
+            instant="the gradients that the clipping and the optimizer must see.",
         ),
         Mistake(
             "unscale-twice",
             "the gradients were unscaled twice: once in unscale_ and again in step. GradScaler "
             "remembers that unscale_ already ran for this optimizer in this step.",
             _mistake("unscale-twice", schedule=False, weights=True),
+            instant="what step() knows of an unscale_ call in the same iteration.",
         ),
     )
 
