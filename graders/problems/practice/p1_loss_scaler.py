@@ -124,16 +124,22 @@ def probe_calls(params: dict) -> list:
         free = [s for s in range(3, steps - 1) if s not in spike_steps]
         return spikes, [int(rng.choice(free))]
 
+    # A clipping threshold of 0.5 or 1 is below this MLP's true gradient norm (about 1 to 10)
+    # at nearly every step, and a clipped update is the same whether the gradients were
+    # unscaled or not. The last run clips at 5, a threshold the true gradients fall beneath as
+    # the loss comes down while the still-scaled ones never do: there, clipping shows whether
+    # it saw the true gradients.
     calls = []
-    for init, grow, back, interval, n_spikes in (
-            (float(params["init_scale"]), g, b, w, 1),
-            (2.0 ** 16, 2.0, 0.5, int(rng.integers(2, 5)), 2),
-            (2.0 ** 10, 3.0, 0.25, 3, 1),                      # other factors than torch's
-            (2.0 ** 24, 2.0, 0.5, 2, 1)):                      # a start far too high
+    for init, grow, back, interval, n_spikes, clip in (
+            (float(params["init_scale"]), g, b, w, 1, None),
+            (2.0 ** 16, 2.0, 0.5, int(rng.integers(2, 5)), 2, None),
+            (2.0 ** 10, 3.0, 0.25, 3, 1, None),                # other factors than torch's
+            (2.0 ** 24, 2.0, 0.5, 2, 1, 5.0)):                 # a start far too high
         steps = 30
         spikes, nan_steps = events(steps, n_spikes)
-        calls.append([init, grow, back, interval, int(rng.integers(0, 10_000)), steps, spikes, nan_steps,
-                      float(rng.choice([0.02, 0.05, 0.1])), float(rng.choice([0.5, 1.0]))])
+        seed, lr, max_norm = (int(rng.integers(0, 10_000)), float(rng.choice([0.02, 0.05, 0.1])),
+                              float(rng.choice([0.5, 1.0])))
+        calls.append([init, grow, back, interval, seed, steps, spikes, nan_steps, lr, clip or max_norm])
     return calls
 
 
