@@ -60,7 +60,8 @@ def test_local_and_cluster_grading_keep_the_same_evidence(tmp_path, postgres_db,
     assert all(s != "alan" or status != "pass" for (s, _), (status, _) in w1.items())
     keys = [r[:4] for r in local_rows]
     assert len(keys) == len(set(keys))
-    ag.autograde(local, ASSIGNMENT, workers=2, progress=False, out=None, force=True)
+    rerun = ag.autograde(local, ASSIGNMENT, workers=2, progress=False, out=None, force=True)
+    assert not rerun.failed, rerun.failed   # a rerun that could not replace the evidence says so
     assert kept(course_dir.load_course(local, ASSIGNMENT).db_url) == local_rows
     written = report.build_report(local, ASSIGNMENT, out=tmp_path / "report")
     t = next(t for t in written.tables if t.item.name == demo.NOTEBOOK)
