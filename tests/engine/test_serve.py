@@ -332,6 +332,7 @@ def test_a_refusal_that_cannot_be_released_is_said_and_kept(tmp_path, monkeypatc
     service.policy = serve.Policy(attempts=1)
     service.inbound = tmp_path / "inbound"
     service.coursedir = type("CourseDirectory", (), {"db_url": ""})()
+    service.enrolled = None                             # a course on one machine: no roster to ask
     (service.inbound / "two").mkdir(parents=True)       # the instructor's own: not a forgery
     service.journals = {ASSIGNMENT: serve.AttemptJournal(tmp_path, ASSIGNMENT)}
     service.journals[ASSIGNMENT].save("maria", [serve.Attempt("one", "2026-03-01 10:00:00.000000 UTC",
