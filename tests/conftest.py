@@ -144,6 +144,12 @@ def running(pid: int) -> bool:
 
 
 # ---------------------------------------------------------------------- real unix accounts
+def login_for(role: str) -> str:
+    """The login of a test's real unix account playing `role`: `chx-<role>`, or with the prefix
+    $CHAPTER_TEST_USER_PREFIX names (on a machine shared with other runs of the tests)."""
+    return os.environ.get("CHAPTER_TEST_USER_PREFIX", "chx-") + role
+
+
 def unix_users(*names: str):
     """Real login accounts `names` for students to be, removed afterwards whatever happens;
     {name: uid}. A context manager; a test that cannot create users (not root) is skipped."""
