@@ -28,7 +28,7 @@ from graders.course.course_folder import make_course_folder
 from tests.conftest import copy_course
 from tests.course.test_browser import ARTIFACTS, quiet_news
 from tests.hub.machinery import (PROXY, REPO, VENV_BIN, Hub, HubCourse, accounts, as_user, exists,  # noqa: F401
-                                 python_paths, run, traversable)
+                                 instructors_only, python_paths, run, traversable)
 
 COURSE_ID = "training-at-scale"
 STUDENTS = ("alice", "bob", "mallory")
@@ -75,7 +75,7 @@ def hub(hub_users):
     ]
     hub = Hub(top, hub_users, courses)
     try:
-        with traversable(*python_paths()):
+        with traversable(*python_paths()), instructors_only(REPO / "graders", hub_users["instructor"][0]):
             hub.start()
             yield hub
     finally:

@@ -106,6 +106,22 @@ def traversable(*paths: Path):
             folder.chmod(mode)
 
 
+@contextmanager
+def instructors_only(folder: Path, instructor: str):
+    """`folder` (the grading library, which holds every reference answer) readable by root and
+    the instructor's group alone while this lasts, as it is in a course the instructor cloned
+    0700: the students' servers run the same venv, and must not be able to import it. The old
+    owner and mode come back afterwards."""
+    before = folder.stat()
+    os.chown(folder, 0, pwd.getpwnam(instructor).pw_gid)
+    folder.chmod(0o750)
+    try:
+        yield folder
+    finally:
+        os.chown(folder, before.st_uid, before.st_gid)
+        folder.chmod(stat.S_IMODE(before.st_mode))
+
+
 def python_paths() -> tuple[Path, ...]:
     """What the hub's users must pass through to run the course's code: the venv, the interpreter
     it links to and its standard library, the editable `graders`."""

@@ -29,7 +29,7 @@ from graders.variants import variant_for
 from tests.course.test_browser import ARTIFACTS, browser, new_page, only_student_tools, run_menu, shot  # noqa: F401
 from tests.engine.test_serve_browser import AssignmentList
 from tests.hub.conftest import (ASSIGNMENT, COURSE_ID, REPO, SECOND_ASSIGNMENT, SECOND_ID, SECOND_STUDENT,
-                                as_user)
+                                VENV_BIN, as_user)
 
 pytestmark = [pytest.mark.browser, pytest.mark.hub]
 if os.geteuid() != 0:
@@ -146,6 +146,10 @@ def test_students_fetch_see_their_variant_submit_and_get_feedback(hub, browser):
         refused = as_user(hub.students[0], *args, check=False)
         assert refused.returncode != 0 and "Permission denied" in refused.stderr, (args, refused)
     assert (hub.course / "gradebook.db").exists()
+    # nor can a student reach the references: their servers run the course's venv, not its library
+    for login, reaches in ((hub.students[0], False), (hub.instructor, True)):
+        imported = as_user(login, str(VENV_BIN / "python"), "-c", "import graders.problems", check=False)
+        assert (imported.returncode == 0) == reaches, (login, imported)
 
     for role, how in answers.items():
         login, page = hub.users[role][0], pages[role]
