@@ -264,13 +264,12 @@ def _runs(python_text: str, allowed: dict) -> list[list[tuple[str, str]]]:
             if text in _FUNCTIONS:
                 current.append(("fn", _FUNCTIONS[text]))
                 continue
-            if text in ("pi",):
+            if text == "pi":
                 current.append(("name", text))
                 continue
             parts = _split_word(text, allowed)
             if parts:
-                for k, part in enumerate(parts):
-                    current.append(("name", part))
+                current.extend(("name", part) for part in parts)
                 continue
             kind = "other"
         if kind == "other":
