@@ -9,13 +9,22 @@ names: on a hub, one root that several courses share, one folder per course unde
 as nbgrader lays out a shared exchange.
 """
 import os
+import tomllib
 
 c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
 
 here = os.path.dirname(os.path.abspath(__file__))
 
 # --- the course and its folders ---------------------------------------------
-c.CourseDirectory.course_id = "training-at-scale"
+# The course id is chapters.toml's `course_id`: this folder's, so that a folder made by
+# `chapter course TDS DIR --id ID` (one chapter as a course of its own, beside this one on
+# a hub) is the course ID. A folder whose chapters.toml names none is training-at-scale.
+try:
+    with open(os.path.join(here, "chapters.toml"), "rb") as listed:
+        course_id = tomllib.load(listed).get("course_id", "training-at-scale")
+except FileNotFoundError:
+    course_id = "training-at-scale"
+c.CourseDirectory.course_id = course_id
 c.CourseDirectory.root = here
 c.CourseDirectory.source_directory = "source"
 c.CourseDirectory.release_directory = "release"
@@ -42,6 +51,9 @@ c.Exchange.path_includes_course = True
 # from the login it names (or the instructor's own account), follows no link, and sets the
 # rest aside where `chapter autograde`, `chapter serve` and `chapter report` show it.
 c.ExchangeFactory.collect = "graders.engine.exchange.CheckedCollect"
+# On a hub serving several courses, every login can write into every course's inbound; set
+# c.CheckedCollect.hub_enrolment = True there, and collect takes work only from logins the
+# hub enrols in this course (its groups nbgrader-<course>, formgrade-<course>).
 
 # --- delimiters (nbgrader's defaults, stated) -----------------------------------
 c.ClearSolutions.begin_solution_delimeter = "BEGIN SOLUTION"

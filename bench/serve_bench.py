@@ -131,11 +131,14 @@ def notebooks_of_worked() -> list[str]:
     return sorted(p.stem for p in (ROOT / "solutions" / ASSIGNMENT).glob("*.ipynb"))
 
 
-def burst(students: int) -> tuple[list[float], float, float]:
-    """(latencies, last feedback after the first landing, chapter autograde's wall time)."""
-    notebooks = notebooks_of_worked()
+def burst(students: int, notebooks: list[str] | None = None, window: float = 10.0,
+          batch: bool = True) -> tuple[list[float], float, float | None]:
+    """`students` submissions of `notebooks` (default: all of `worked`) spread over `window` s:
+    (latencies, last feedback after the first landing, chapter autograde's wall time, or None
+    without `batch`)."""
+    notebooks = notebooks or notebooks_of_worked()
     with tempfile.TemporaryDirectory() as tmp:
-        course = course_with(Path(tmp) / "course", None)
+        course = course_with(Path(tmp) / "course", None if notebooks == notebooks_of_worked() else notebooks)
         process, log = serving(course)
         try:
             pending, first = {}, None
@@ -143,11 +146,13 @@ def burst(students: int) -> tuple[list[float], float, float]:
                 secret, landed = land(course, f"student{i:03d}", notebooks)
                 first = first or landed
                 pending[i] = (secret, notebooks, landed)
-                time.sleep(10.0 / students)
+                time.sleep(window / students)
             done = wait_all(course, dict(pending))
             last = max(pending[i][2] + done[i] for i in done) - first
         finally:
             stop(process, log)
+        if not batch:
+            return list(done.values()), last, None
         nbgrader("collect", ASSIGNMENT, "--update", cwd=course)
         started = time.monotonic()
         subprocess.run([sys.executable, "-m", "graders.cli", "autograde", ASSIGNMENT, "--course", str(course),
@@ -157,11 +162,11 @@ def burst(students: int) -> tuple[list[float], float, float]:
     return list(done.values()), last, batch
 
 
-def plain(students: int) -> float:
+def plain(students: int, notebooks: list[str] | None = None) -> float:
     """Plain nbgrader, after each submission: collect, autograde, generate and release feedback."""
-    notebooks = notebooks_of_worked()
+    notebooks = notebooks or notebooks_of_worked()
     with tempfile.TemporaryDirectory() as tmp:
-        course = course_with(Path(tmp) / "course", None)
+        course = course_with(Path(tmp) / "course", None if notebooks == notebooks_of_worked() else notebooks)
         first = None
         for i in range(students):
             _, landed = land(course, f"student{i:03d}", notebooks)

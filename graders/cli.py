@@ -10,6 +10,7 @@
   chapter report ASSIGNMENT [--out DIR]   what the class got wrong: HTML, CSV and a summary
   chapter demo                        a small class through the exchange, graded, with feedback
   chapter cards [CHAPTER] [--out DIR]  each chapter's flashcards as an Anki deck and a CSV (default: decks/)
+  chapter course CHAPTER DIR --id COURSE_ID   one chapter as a course of its own (several courses on one hub)
 """
 from __future__ import annotations
 
@@ -91,6 +92,12 @@ def main(argv=None) -> int:
     p.add_argument("chapter", nargs="?")
     p.add_argument("--out", metavar="DIR", help="where to write them (default: decks/ in the course)")
     p.set_defaults(func=commands.cmd_cards)
+    p = sub.add_parser("course", help="write a course folder holding one chapter alone, under its own course id")
+    p.add_argument("chapter")
+    p.add_argument("into", metavar="DIR")
+    p.add_argument("--id", dest="course_id", required=True, help="the new course's id (its hub groups are "
+                   "nbgrader-ID and formgrade-ID)")
+    p.set_defaults(func=commands.cmd_course)
     for command in sub.choices.values():   # every command works on one course: contract.course_root
         command.add_argument("--course", metavar="DIR", help="the course directory (default: the folder at "
                              "or above this one holding nbgrader_config.py and chapters.toml, else $CHAPTER_ROOT)")

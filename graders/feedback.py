@@ -37,11 +37,15 @@ class Result:
         return self.max_score > 0 and abs(self.score - self.max_score) < 1e-9
 
 
-def line(key: str, outcome: Outcome, mistake_feedback: str | None = None) -> str:
-    """One feedback line for `key`."""
+def line(key: str, outcome: Outcome, mistake_feedback: str | None = None,
+         lead: str = "Likely mistake:") -> str:
+    """One feedback line for `key`; `lead` introduces the declared mistake's text."""
     if outcome.passed:
         return f"{_MARK[PASS]} {key}: correct"
     text = f"{_MARK[outcome.status]} {key}: {outcome.reason}"
     if mistake_feedback:
-        text += f" Likely mistake: {mistake_feedback}"
+        text += f" {lead} {mistake_feedback}"
     return text
+
+
+INSTANT_LEAD = "Look again at:"   # before a declared mistake's instant text (graders.giveaway)

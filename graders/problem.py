@@ -18,10 +18,16 @@ from graders.feedback import FAIL, INVALID, Outcome, Result, line
 
 @dataclass(frozen=True)
 class Mistake:
-    """A common mistake: the answers it produces and the feedback it earns."""
+    """A common mistake: the answers it produces and the two texts it earns.
+
+    `feedback` is released after the deadline and may explain the slip in full; `instant` is
+    what `chapter serve` shows at once: the idea the mistake misses, never a direction, a
+    factor, a unit conversion, a value or a formula (graders.giveaway states the policy and
+    holds the words it refuses; the gate enforces it)."""
     name: str
     feedback: str
     wrong: Callable[[dict], dict]   # params -> {key: the wrong answer this mistake gives}
+    instant: str = ""
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,12 @@ class Problem:
     def probes(self, params: dict) -> dict[str, Probe]:
         """Student functions to call on hidden inputs, by answer key (none by default)."""
         return {}
+
+    def breakdown(self, params: dict) -> list[str]:
+        """Why this configuration could not really run, by the item's own account (a checkpoint
+        interval shorter than one checkpoint write, say); empty when it could. The gate refuses
+        a variant with any."""
+        return []
 
     # --- shared ---------------------------------------------------------------
     MEMO_ENTRIES = 16    # variants remembered per problem (an item has four)

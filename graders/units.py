@@ -22,11 +22,13 @@ def byte_unit_slips(byte_answers: Callable[[dict], dict], what: str = "the answe
             "gib-not-bytes",
             f"{what} looks like GiB (divided by 2**30); the chapter's unit is plain bytes.",
             lambda q: {key: value / GIB for key, value in byte_answers(q).items()},
+            instant="the unit the notation asks for.",
         ),
         Mistake(
             "gb-not-bytes",
             f"{what} looks like GB (divided by 10**9, as the worked examples print it); the "
             "answer is asked for in plain bytes.",
             lambda q: {key: value / GB for key, value in byte_answers(q).items()},
+            instant="the unit the notation asks for.",
         ),
     )

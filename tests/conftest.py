@@ -113,13 +113,24 @@ def postgres_db(postgres_server):
     admin.dispose()
 
 
-@pytest.fixture(scope="module")
-def dask_cluster(tmp_path_factory):
-    """A scheduler and two worker processes on 127.0.0.1, for one test module."""
+@pytest.fixture(scope="session")
+def _loopback_cluster(tmp_path_factory):
+    """One scheduler and two worker processes on 127.0.0.1 for the whole run: starting them and
+    warming each worker's sandbox zygote takes tens of seconds, and grading leaves nothing on a
+    worker (results are written by the grading process; the sandbox plugin is registered
+    idempotently, so the next module finds the same zygotes warm)."""
     from graders.engine.cluster import LoopbackCluster
     cluster = LoopbackCluster(tmp_path_factory.mktemp("dask"), workers=2)
     yield cluster
     cluster.close()
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(_loopback_cluster):
+    """A scheduler and two worker processes on 127.0.0.1, both up when a test module starts (a
+    module may have killed a worker: its nanny restarts it, and this waits for it to rejoin)."""
+    _loopback_cluster.client.wait_for_workers(2, timeout=120)
+    return _loopback_cluster
 
 
 def running(pid: int) -> bool:
@@ -133,6 +144,12 @@ def running(pid: int) -> bool:
 
 
 # ---------------------------------------------------------------------- real unix accounts
+def login_for(role: str) -> str:
+    """The login of a test's real unix account playing `role`: `chx-<role>`, or with the prefix
+    $CHAPTER_TEST_USER_PREFIX names (on a machine shared with other runs of the tests)."""
+    return os.environ.get("CHAPTER_TEST_USER_PREFIX", "chx-") + role
+
+
 def unix_users(*names: str):
     """Real login accounts `names` for students to be, removed afterwards whatever happens;
     {name: uid}. A context manager; a test that cannot create users (not root) is skipped."""

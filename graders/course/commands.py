@@ -183,6 +183,21 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_course(args) -> int:
+    from pathlib import Path
+
+    from graders.course.course_folder import make_course_folder
+    root = contract.course_root(args.course)
+    into = Path(args.into).resolve()
+    try:
+        assignments = make_course_folder(root, args.chapter, into, args.course_id)
+    except (KeyError, ValueError, FileExistsError) as error:
+        print(f"chapter course: {error.args[0]}", file=sys.stderr)
+        return 2
+    print(f"{into}: the course {args.course_id}, chapter {args.chapter}: {', '.join(assignments)}")
+    return 0
+
+
 def cmd_cards(args) -> int:
     from pathlib import Path
 

@@ -4,8 +4,11 @@ For every item of a chapter the gate proves, by running them:
 - the published solution (`solutions/`) gets full marks from the grader
   students face, as a student of each of its variants;
 - the blank release (`release/`) scores 0;
-- every declared mistake loses points in each variant where it gives a wrong
-  answer, with its own feedback line;
+- every declared mistake gives a wrong answer in every variant, loses points there,
+  and is named in the feedback;
+- no variant is one its own item says has broken down (`Problem.breakdown`);
+- the texts students read keep the feedback policy (graders.giveaway): each mistake's
+  instant text, the item's cards, and the prose of its released notebook;
 - the notebook agrees with its problem (variants, test cells, points);
 and, for the chapter, that `release/` and `solutions/` match `source/`.
 
@@ -58,8 +61,11 @@ def fingerprint(root: Path, notebook: str) -> str:
     (problem modules share code), the course configuration and the item's three notebooks."""
     from graders.digest import code_digest
     digest = hashlib.sha256(code_digest().encode())
+    from graders.course.cards import cards_file
     files = [root / "nbgrader_config.py"]
     files += [root / folder / f"{notebook}.ipynb" for folder in ("source", "release", "solutions")]
+    card_path = cards_file(notebook.split("/")[-1])
+    digest.update(card_path.read_bytes() if card_path.exists() else b"<no cards>")
     for path in files:
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes() if path.exists() else b"<absent>")
@@ -114,8 +120,11 @@ def mistake_reasons(problem) -> list[str]:
             right, wrong = problem.reference(params), problem.mistaken(params)[index][1]
             answers = {**right, **wrong}
             changed = [k for k in wrong if not problem.checks[k].judge(right[k], answers[k]).passed]
-            if not changed:
-                continue  # this mistake gives the right answer in this variant
+            if not wrong:
+                continue   # it cannot be made in this variant (its `wrong` says so from the parameters)
+            if not changed:   # a student who makes it is right here: the variant does not test the idea
+                reasons.append(f"{problem.id}: mistake {mistake.name!r} gives the right answers in variant {label}")
+                continue
             shown = True
             result = problem.grade(params, answers)
             if result.score >= result.max_score:
@@ -126,6 +135,71 @@ def mistake_reasons(problem) -> list[str]:
         if not shown:
             reasons.append(f"{problem.id}: mistake {mistake.name!r} gives the right answers in every variant")
     return reasons
+
+
+# --- what students read: the feedback policy (graders.giveaway) ------------------------------
+def giveaway_reasons(root: Path, notebook: str, problem) -> list[str]:
+    """Every way the item's texts give an answer away, and every variant its item says has
+    broken down."""
+    from graders import giveaway
+    from graders.course.cards import item_cards
+    from graders.symbolic import Expr
+    item = problem.id
+    reasons = []
+    for label, params in problem.variants.items():
+        reasons += [f"{item}: variant {label} cannot run: {why}" for why in problem.breakdown(params)]
+    for mistake in problem.mistakes:
+        reasons += [f"{item}: mistake {mistake.name!r}'s instant text {why}"
+                    for why in giveaway.instant_reasons(mistake.instant)]
+    references = [problem.reference(params) for params in problem.variants.values()]
+    symbolic = {key: check for key, check in problem.checks.items() if isinstance(check, Expr)}
+    numbers = {key: check for key, check in problem.checks.items() if key not in symbolic}
+    try:
+        cards = item_cards(item)
+    except ValueError as exc:
+        return reasons + [f"{item}: {exc}"]
+    for number, card in enumerate(cards, 1):
+        text = f"{card.front}\n{card.back}"
+        for printed in giveaway.printed_values(text):
+            for key, check in numbers.items():
+                values = {_real(ref.get(key)) for ref in references} - {None}
+                if any(giveaway.gives_value(printed, value, getattr(check, "rtol", 1e-3)) for value in values):
+                    reasons.append(f"{item}: card {number} prints {printed.text!r}, the reference {key} "
+                                   "of a variant")
+                    break
+        for key, check in symbolic.items():
+            said = giveaway.states_expression(text, key, check, [ref[key] for ref in references if key in ref])
+            if said is not None:
+                reasons.append(f"{item}: card {number} states {key} ({said})")
+    if problem.kind == "worked":   # a worked problem derives its expressions in the open
+        return reasons
+    prose = _released_prose(root, notebook)
+    for key, check in symbolic.items():
+        said = giveaway.states_expression(prose, key, check, [ref[key] for ref in references if key in ref])
+        if said is not None:
+            reasons.append(f"{item}: the released notebook states {key} ({said})")
+    return reasons
+
+
+def _real(value):
+    """A reference value as a float, when it is one real number (lists and texts are not)."""
+    import numbers
+    if isinstance(value, bool) or not (isinstance(value, numbers.Real) or getattr(value, "is_Number", False)):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _released_prose(root: Path, notebook: str) -> str:
+    """What a student reads in the released notebook before answering: its markdown and the code
+    it gives (its answer cells as released, its tests' visible parts)."""
+    path = root / "release" / f"{notebook}.ipynb"
+    if not path.exists():
+        return ""
+    nb = nbformat.read(path, as_version=4)
+    return "\n\n".join(cell.source for cell in nb.cells)
 
 
 # --- running solutions and blanks -------------------------------------------------------
@@ -166,6 +240,7 @@ def evaluate(root: Path, notebooks: list[str], helper=None) -> dict[str, ItemRep
         if len(problem.variants) != 4:
             report.reasons.append(f"{item}: has {len(problem.variants)} variants; 4 are owed")
         report.reasons += notebook_reasons(root, notebook, problem)
+        report.reasons += giveaway_reasons(root, notebook, problem)
         by_assignment.setdefault(assignment, []).append(item)
     checked = [item for items in by_assignment.values() for item in items]
     references_of(checked)

@@ -15,6 +15,12 @@ course's `nbgrader_config.py` as `c.ExchangeFactory.collect`), by `chapter serve
 - **Copying.** The copy follows no link and reads only regular files owned by the
   submitter (a link to the gradebook, a FIFO that would block a read forever, or a file
   of someone else's is left out and named), within nbgrader's size limits.
+- **Enrolment.** On a hub that serves several courses, every login may write into every
+  course's inbound (nbgrader makes it 0733), and nbgrader's JupyterHubAuthPlugin refuses
+  another course's fetch and submit only in the student's own process, which the student
+  can reconfigure. With `c.CheckedCollect.hub_enrolment = True` the instructor's side asks
+  the hub, with the same rule (the groups `nbgrader-<course>` and `formgrade-<course>`),
+  and sets aside a submission from a login that is not enrolled.
 - **Time.** The time a student's side wrote (folder name, `timestamp.txt`) is parsed
   without trusting it: anything that does not parse, or lies outside a plausible range,
   is refused for that student with a reason, and the submission is graded with no
@@ -34,6 +40,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from nbgrader.exchange.default.collect import ExchangeCollect
+from traitlets import Bool
 
 from graders.engine.record_io import _atomic_write
 from graders.engine.times import naive_utc, read_timestamp, submission_time
@@ -65,6 +72,53 @@ def refusal(folder: Path, claimed: str) -> str:
     if login == claimed:
         return ""
     return f"it claims to be {claimed}'s submission, but the login {login} submitted it"
+
+
+class EnrolmentUnknown(RuntimeError):
+    """The hub could not say whether a login is enrolled: nothing is taken meanwhile."""
+
+
+def hub_courses(login: str) -> set[str]:
+    """The courses the hub enrols `login` in, by nbgrader's JupyterHubAuthPlugin's rule (its
+    groups `nbgrader-<course>` and `formgrade-<course>`), asked with this process's hub token
+    ($JUPYTERHUB_API_URL, $JUPYTERHUB_API_TOKEN: the hub sets both for its services and users'
+    servers), which needs the scope read:users:groups. A login the hub does not know, or may
+    not show, is enrolled nowhere."""
+    import requests
+    from urllib.parse import quote
+    token, url = os.environ.get("JUPYTERHUB_API_TOKEN"), os.environ.get("JUPYTERHUB_API_URL")
+    if not token or not url:
+        raise EnrolmentUnknown("JUPYTERHUB_API_TOKEN and JUPYTERHUB_API_URL are not set: run it where the hub "
+                               "starts it (a hub service, or a terminal of formgrader's JupyterLab)")
+    try:
+        answer = requests.get(f"{url.rstrip('/')}/users/{quote(login, safe='')}",
+                              headers={"Authorization": f"token {token}"}, timeout=10)
+    except requests.RequestException as exc:
+        raise EnrolmentUnknown(f"the hub at {url} did not answer ({exc.__class__.__name__})") from None
+    if answer.status_code == 404:
+        return set()
+    if answer.status_code != 200:
+        raise EnrolmentUnknown(f"the hub answered {answer.status_code} for the user {login} "
+                               "(the token needs the scope read:users:groups)")
+    groups = answer.json().get("groups")
+    if not isinstance(groups, list):
+        raise EnrolmentUnknown(f"the hub did not show {login}'s groups (the token needs read:users:groups)")
+    return {g.split("-", 1)[1] for g in groups if isinstance(g, str)
+            and g.startswith(("nbgrader-", "formgrade-")) and g.split("-", 1)[1]}
+
+
+def enrolment(config, course_id: str):
+    """The course's check of a login's enrolment, `login -> why not ('' when enrolled)`, or None
+    when the course takes work from any login of the machine (the default: one machine)."""
+    section = config.get("CheckedCollect", {}) if config is not None else {}
+    if not section.get("hub_enrolment", False):
+        return None
+
+    def why_not(login: str) -> str:
+        if course_id in hub_courses(login):
+            return ""
+        return f"the login {login} is not enrolled in {course_id} (not in the hub's group nbgrader-{course_id})"
+    return why_not
 
 
 @dataclass
@@ -297,11 +351,18 @@ class CheckedCollect(ExchangeCollect):
     - a folder name whose time does not parse is taken with the folder's own change time
       (and the submission's `timestamp.txt` decides its lateness, checked when it is graded),
       where nbgrader would stop the whole collect;
+    - with `hub_enrolment`, a submission from a login the hub does not enrol in the course is
+      set aside too;
     - dot-named students are collected (nbgrader's glob skips them);
     - the copy follows no link and reads no special file (nbgrader's would copy a link's
       target, or block forever on a FIFO);
     - `submitted/` is the instructor's alone.
     """
+
+    hub_enrolment = Bool(False, help=(
+        "Take submissions only from logins the hub enrols in the course (its groups nbgrader-<course> "
+        "and formgrade-<course>, asked with $JUPYTERHUB_API_TOKEN); others are set aside. For a hub "
+        "serving several courses, where every login can write into every course's inbound.")).tag(config=True)
 
     def init_src(self):
         if self.coursedir.course_id == "":
@@ -330,17 +391,23 @@ class CheckedCollect(ExchangeCollect):
             except OSError as exc:
                 self.fail(f"cannot list {self.inbound_path}: {exc.strerror}")
         found = []
+        enrolled = enrolment(self.config, self.coursedir.course_id)
         for name in folders:
             parts = name.rsplit("+", 3)
             if len(parts) < 3 or parts[1] != assignment or not parts[0] or not fnmatch.fnmatchcase(parts[0], only):
                 continue
             path = os.path.join(self.inbound_path, name)
             why = refusal(Path(path), parts[0])
+            info = None if why else os.lstat(path)
+            if info is not None and enrolled is not None and info.st_uid != os.geteuid():
+                try:        # the login is the student it names (refusal): are they in the course?
+                    why = enrolled(parts[0])
+                except EnrolmentUnknown as exc:
+                    self.fail(f"cannot tell who is enrolled in {self.coursedir.course_id}: {exc}")
             if why:
                 if set_aside(root, assignment, name, parts[0], why):
                     self.log.warning("set aside %s: %s", name, why)
                 continue
-            info = os.lstat(path)
             moment, _ = submission_time(parts[2])
             if moment is None:       # the student's clock said nothing usable: when it reached us
                 moment = datetime.fromtimestamp(info.st_ctime, timezone.utc)

@@ -615,14 +615,16 @@ def grade_together(problem, params, pending: list, instant: bool = False) -> Non
 
 
 def instant_lines(problem, result) -> list[str]:
-    """Feedback for instant grading: which checks failed, and the declared mistake that matched."""
-    from graders.feedback import FAIL, Outcome, line
-    said = {m.name: m.feedback for m in problem.mistakes}
+    """Feedback for instant grading: which checks failed and, where a declared mistake matched,
+    its instant text (the idea it misses; never its released text, which may give the way back
+    to the answer: graders.giveaway)."""
+    from graders.feedback import FAIL, INSTANT_LEAD, Outcome, line
+    said = {m.name: m.instant for m in problem.mistakes if m.instant}
     lines = []
     for key, outcome in result.outcomes.items():
         if outcome.status == FAIL:
             outcome = Outcome(FAIL, "does not match your variant.")
-        lines.append(line(key, outcome, said.get(result.mistakes.get(key))))
+        lines.append(line(key, outcome, said.get(result.mistakes.get(key)), lead=INSTANT_LEAD))
     return lines
 
 

@@ -274,6 +274,7 @@ class Service:
         exchange_root = self.config.Exchange.get("root", "/srv/nbgrader/exchange")
         self.inbound = inbound_path(self.coursedir, exchange_root)
         exchange.close_course(self.root, self.coursedir.db_url)
+        self.enrolled = exchange.enrolment(self.config, self.coursedir.course_id)
         self.courses = {}
         for assignment in self.assignments:
             course = course_dir.load_course(self.root, assignment, self.config)
@@ -413,12 +414,22 @@ class Service:
             return False
         graded = [a for a in attempts if a.state in ("graded", "grading") and a is not mine]
         why = ""
-        forged = exchange.refusal(self.inbound / job.folder, job.student)
-        if forged:
-            if exchange.set_aside(self.root, job.assignment, job.folder, job.student, forged):
-                self.say(f"SET ASIDE {job.folder}: {forged}; not collected, graded or served as {job.student}")
+        try:
+            forged, outsider = self._stranger(job)
+        except exchange.EnrolmentUnknown as exc:   # nothing is taken until the hub can say
+            mine.state, mine.why, mine.finished = "failed", f"enrolment unknown: {exc}"[:300], time.time()
+            journal.save(job.student, attempts)
+            self.say(f"{job.student} {job.assignment}: NOT GRADED (cannot tell who is enrolled: {exc})")
+            self._give_back()
+            return True
+        if forged or outsider:
+            if exchange.set_aside(self.root, job.assignment, job.folder, job.student, forged or outsider):
+                self.say(f"SET ASIDE {job.folder}: {forged or outsider}; not collected, graded or served "
+                         f"as {job.student}")
             why = (f"This submission names the student {job.student}, but another login submitted it. "
-                   "A submission is only ever graded as the login that submits it.")
+                   "A submission is only ever graded as the login that submits it.") if forged else \
+                (f"You are not enrolled in the course {self.coursedir.course_id}, so this submission "
+                 "was not graded.")
         elif self.policy.attempts is not None and len(graded) >= self.policy.attempts:
             why = (f"You have used all {self.policy.attempts} graded attempts for {job.assignment}, "
                    "so this submission was not graded.")
@@ -443,6 +454,15 @@ class Service:
         mine.state = "grading"
         journal.save(job.student, attempts)
         return False
+
+    def _stranger(self, job: _Job) -> tuple[str, str]:
+        """(why another login's submission in `job.student`'s name is refused, why a login not
+        enrolled in the course is): both '' for a student's own submission to their course."""
+        folder = self.inbound / job.folder
+        forged = exchange.refusal(folder, job.student)
+        if forged or self.enrolled is None or os.lstat(folder).st_uid == os.geteuid():
+            return forged, ""
+        return "", self.enrolled(job.student)
 
     def _give_back(self) -> None:
         """What this service wrote in the course stays the instructor's (closed, and given back to

@@ -8,10 +8,11 @@
 # scheduled by (the learning rate, checkpoints, evaluations) counts steps.
 #
 # A **micro-step** is one forward and backward pass of a micro-batch of $b$ sequences on one
-# device. Each of the $P$ data-parallel replicas does $B/(bP)$ of them per step, adding up
-# gradients, before the step is taken. After $k$ steps:
-#
-# $$\text{micro-steps per replica} = \frac{kB}{bP}, \qquad \text{tokens seen} = kBT .$$
+# device. With gradient accumulation, each of the $P$ data-parallel replicas works through
+# its own share of the batch a micro-batch at a time, adding up gradients, and only then is
+# the step taken (b02 counts the micro-batches of one step). A step consumes the whole
+# batch, all $B$ sequences of $T$ tokens, however it was scheduled; a micro-step consumes
+# one micro-batch on one device.
 #
 # Logs do not agree on the word "iteration". nanoGPT's `train.py` means a step (it prints
 # "tokens per iteration" as accumulation × devices × batch × block); TinyLlama's
@@ -23,13 +24,16 @@
 # ## Worked example: nanoGPT's GPT-2 run
 #
 # `config/train_gpt2.py` in nanoGPT asks for micro-batches of 12 sequences of 1024 tokens,
-# 5 accumulation steps per GPU on 8 GPUs ($B = 480$), and `max_iters = 600000`, with the
-# comment "this makes total number of tokens be 300B".
+# `gradient_accumulation_steps = 5 * 8` on 8 GPUs, and `max_iters = 600000`, with the
+# comment "this makes total number of tokens be 300B". `train.py` shares the accumulation
+# steps out among the GPUs (5 each) and counts `iter_num` in steps.
 
 # %%
-ex_B, ex_T, ex_b, ex_P, ex_k = 480, 1024, 12, 8, 600_000
-print(f"micro-steps per GPU: {ex_k * ex_B // (ex_b * ex_P):,}")
-print(f"tokens seen:         {ex_k * ex_B * ex_T:,}")
+ex_batch_size, ex_block_size, ex_gpus, ex_max_iters = 12, 1024, 8, 600_000
+ex_accumulation = 5 * 8 // ex_gpus                     # train.py: per GPU, per step
+ex_tokens_per_iter = ex_accumulation * ex_gpus * ex_batch_size * ex_block_size
+print(f"micro-steps per GPU: {ex_max_iters * ex_accumulation:,}")
+print(f"tokens seen:         {ex_max_iters * ex_tokens_per_iter:,}")
 
 # %% [markdown]
 # 294.9 billion tokens: the comment's "300B" is rounded by 1.7%. **What the sources print**

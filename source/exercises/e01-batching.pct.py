@@ -29,27 +29,26 @@
 # - **Micro-batch and gradient accumulation.** $B$ sequences rarely fit through one device at
 #   once. Each of the $P$ data-parallel devices processes $b$ sequences per forward/backward
 #   pass and **adds** the gradients into a buffer; after enough passes the buffers are
-#   averaged across devices and the optimiser steps. One round of passes covers $bP$
-#   sequences, so the step needs
-#   $$\text{accumulation steps} = \frac{B}{bP}.$$
-#   This must be a whole number. If $bP$ does not divide $B$, no schedule of whole passes makes
-#   exactly $B$ sequences, and the only honest response is an error, not a silent rounding
-#   that changes the batch size (and with it the learning-rate tuning).
+#   averaged across devices and the optimiser steps. How many passes each device makes per
+#   step is the first thing you derive below (the picture after this cell shows a toy case).
+#   The count must be a whole number. If the passes cannot make up exactly $B$ sequences, the
+#   only honest response is an error, not a silent rounding that changes the batch size (and
+#   with it the learning-rate tuning).
 #
 # Accumulation changes the *wall-clock* cost of a step and its memory, never the step's
 # mathematics. One step with accumulation is the same update as one step on all $B$
 # sequences at once (up to floating-point summation order).
 
 # %% [markdown]
-# Here is the hierarchy for a toy configuration, $P = 4$ devices, $b = 2$, $B = 24$:
-# three accumulation rounds fill one step.
+# Here is the hierarchy for a toy configuration, $P = 4$ devices, $b = 2$, $B = 24$. Count
+# the rectangles of one colour, then the colours.
 
 # %%
 import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
 toy_P, toy_b, toy_B = 4, 2, 24
-toy_rounds = toy_B // (toy_b * toy_P)
+toy_rounds = 3                     # rounds of passes drawn for this toy step
 fig, ax = plt.subplots(figsize=(7, 2.6))
 for device in range(toy_P):
     for r in range(toy_rounds):
@@ -61,8 +60,8 @@ ax.set_ylim(-0.2, toy_P)
 ax.set_yticks([d + 0.4 for d in range(toy_P)], [f"device {d}" for d in range(toy_P)])
 ax.set_xticks([r * (toy_b + 0.6) + toy_b / 2 - 0.05 for r in range(toy_rounds)],
               [f"accumulation round {r + 1}" for r in range(toy_rounds)])
-ax.set_title(f"one optimiser step: B = {toy_B} sequences = {toy_rounds} rounds x "
-             f"{toy_P} devices x b = {toy_b}", fontsize=10)
+ax.set_title(f"one optimiser step: B = {toy_B} sequences on {toy_P} devices, b = {toy_b}",
+             fontsize=10)
 ax.tick_params(length=0)
 for side in ("top", "right", "left", "bottom"):
     ax.spines[side].set_visible(False)
@@ -151,7 +150,7 @@ judge("e01-batching", "check_expr", globals())
 #
 # Write a function `accumulation_steps_for(B, micro_batch, P)` that returns the number of
 # accumulation steps as an int, and raises `ValueError` with a message that says what is
-# wrong when `micro_batch * P` does not divide `B`. Then, for your variant (use the numbers
+# wrong when no whole number of passes makes up exactly `B` sequences. Then, for your variant (use the numbers
 # in `params`, not the sympy symbols), compute four ints:
 # - `tokens_per_step`: tokens consumed by one optimiser step;
 # - `steps_per_epoch`: optimiser steps in one epoch (packed sequences, partial last batch dropped);

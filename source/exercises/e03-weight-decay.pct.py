@@ -25,18 +25,19 @@
 #
 # Take a weight whose gradient is zero on every step: an embedding row for a token that
 # never occurs, or a unit the loss ignores. Then $m = v = 0$, the Adam step is exactly zero,
-# and only the decay acts. After $t$ steps at a constant learning rate the weight has been
-# multiplied by the **shrink factor** $(1 - \eta\lambda)^t$. Because $\eta\lambda$ is tiny
-# ($10^{-4}$ to $10^{-6}$ in the runs below), $(1-\eta\lambda)^t \approx e^{-\eta\lambda t}$.
-# The decay therefore has a **timescale** of $1/(\eta\lambda)$ steps: the number of steps
-# that shrinks an untouched weight by a factor $e$. Wang & Aitchison (2024) read the same
-# number as the memory of an exponential moving average. The weights AdamW ends with
-# mostly reflect the updates of the last $\sim 1/(\eta\lambda)$ steps. So a run much shorter
-# than its timescale barely feels the decay, and a run much longer forgets its early updates.
+# and only the decay acts. Over $t$ steps at a constant learning rate the weight is
+# multiplied by a **shrink factor**, which you derive in 3a. Because $\eta\lambda$ is tiny
+# ($10^{-4}$ to $10^{-6}$ in the runs below), that factor is very close to an exponential
+# decay in $t$, and so the decay has a **timescale**: the number of steps that shrinks an
+# untouched weight by a factor $e$ (to first order in $\eta\lambda$). Wang & Aitchison (2024)
+# read the same number as the memory of an exponential moving average. The weights AdamW
+# ends with mostly reflect the updates of the last timescale's worth of steps. So a run much
+# shorter than its timescale barely feels the decay, and a run much longer forgets its early
+# updates.
 #
-# With a schedule $\eta_t$ in place of a constant, the factor is $\prod_t (1 - \eta_t\lambda)
-# \approx \exp(-\lambda \sum_t \eta_t)$. That sum is the area under the schedule from
-# exercise e02.
+# With a schedule $\eta_t$ in place of a constant, each step decays by its own rate, and what
+# governs the total shrink is the sum of the rates over the run: the area under the
+# schedule from exercise e02.
 #
 # ## 2. An L2 penalty inside Adam is something else
 #
@@ -117,7 +118,7 @@ judge("e03-weight-decay", "check_expr", globals())
 #
 # For your variant's `lr`, `weight_decay` and `steps`:
 # - `shrink_factor`: the factor after `steps` steps (a float; it can be very small);
-# - `timescale_steps`: the decay timescale $1/(\eta\lambda)$, in steps.
+# - `timescale_steps`: the decay timescale of section 1, in steps.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_numbers", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
@@ -222,8 +223,7 @@ ax.plot(idle_weight_path(lr_, wd_ / 10, horizon), ls="--",
         label=f"Adam + L2, λ = {wd_ / 10:g}", color="C1")
 ax.set_xlabel("step")
 ax.set_ylabel("weight (started at 1, zero loss gradient)")
-ax.set_title(f"variant {VARIANT}: lr = {lr_:g}; AdamW timescale 1/(ηλ) = {1 / (lr_ * wd_):,.0f} steps",
-             fontsize=10)
+ax.set_title(f"variant {VARIANT}: lr = {lr_:g}", fontsize=10)
 ax.set_ylim(-0.05, 1.05)
 ax.legend(frameon=False)
 plt.tight_layout()

@@ -59,15 +59,18 @@
 # Kokolis et al. studied eleven months of two of Meta's A100 research clusters (RSC-1,
 # 16k GPUs, and RSC-2, 8k GPUs; 8 GPUs per node). What they report is a **rate per node**:
 # $r_f$ = 6.50 failures per 1000 node-days on RSC-1 and 2.34 on RSC-2. A synchronous job
-# stops when *any* of its nodes fails, so with independent failures the job's rate is the
-# sum over its nodes, and its mean time to failure is
-#
-# $$\Theta = \frac{1}{n_{\text{nodes}}\, r_f}\ \text{days} = \frac{86\,400}{n_{\text{nodes}}\, r_f}\ \text{s}.$$
+# stops when *any* of its nodes fails, so with independent failures the job's failure rate
+# is the sum of its nodes' rates. Turning that into the job's mean time between failures,
+# $\Theta$, in seconds, is part of your task below.
 #
 # This is the model they fit, and from it they project about 1.8 hours between failures
 # for a 16,384-GPU job (2,048 nodes) and about 0.23 hours for 131,072 GPUs. Two readings
 # to avoid: $r_f$ is per node, not per GPU; and $1/r_f$ (about 150 days on RSC-1) is one
 # node's MTBF, not the job's.
+#
+# The Llama 3 report (Llama Team 2024, §3.3.4) gives the same kind of number from a real run:
+# 419 unexpected interruptions in a 54-day snapshot of Llama 3 405B's pre-training on
+# 16,384 H100 GPUs, about one every three hours.
 #
 # ## 3. The trade-off, to first order (Young 1974)
 #
@@ -86,24 +89,26 @@
 #
 # Young's argument assumes $\delta \ll \Theta$ and at most one failure per interval. Daly
 # writes a fuller expected run time for Poisson failures, in which a failure may also
-# strike during a write or a restart, and finds its minimum as a series in $\delta/(2\Theta)$:
+# strike during a write or a restart, and finds its minimum as a series in $\xi = \delta/(2\Theta)$.
+# Written with Young's interval $\tau_Y$ (the one you derive below), it reads
 #
-# $$\tau_{\text{opt}} = \sqrt{2\delta \Theta}\left[1 + \frac13\sqrt{\frac{\delta}{2\Theta}} + \frac19\,\frac{\delta}{2\Theta}\right] - \delta \quad (\delta < 2\Theta), \qquad \tau_{\text{opt}} = \Theta \quad (\delta \ge 2\Theta).$$
+# $$\tau_{\text{opt}} = \tau_Y\left[1 + \frac13\sqrt{\xi} + \frac19\,\xi\right] - \delta \quad (\delta < 2\Theta), \qquad \tau_{\text{opt}} = \Theta \quad (\delta \ge 2\Theta).$$
 #
-# Expanding the bracket shows how it differs from Young: $\sqrt{2\delta \Theta}\cdot\frac13\sqrt{\delta/(2\Theta)} = \delta/3$,
-# so Daly's interval is about Young's minus $2\delta/3$. The pair is often quoted together
-# as "Young/Daly, $\sqrt{2\delta \Theta}$"; that expression is Young's alone.
+# Once you have $\tau_Y$, expand the bracket: the middle term is a constant share of
+# $\delta$, so Daly's interval sits a fixed share of $\delta$ below Young's. The pair is often
+# quoted together as "Young/Daly"; the first-order expression is Young's alone.
 #
 # Daly checks his model against simulation for $\delta$ = 5 minutes and a 10-minute
 # restart, and prints the interval it predicts (Figs. 3–5):
 #
-# | $\Theta$ | Daly's $\tau_{\text{opt}}$ as printed | Young's $\sqrt{2\delta \Theta}$ |
-# |---|---|---|
-# | 24 h | 117 min | 120 min |
-# | 6 h | 57 min | 60 min |
-# | 15 min | 9.1 min | 12.2 min |
+# | $\Theta$ | Daly's $\tau_{\text{opt}}$ as printed |
+# |---|---|
+# | 24 h | 117 min |
+# | 6 h | 57 min |
+# | 15 min | 9.1 min |
 #
-# The figure below draws the first-order waste for the middle case.
+# The figure below draws the first-order waste for the middle case, and marks the lowest
+# point of the drawn curve, found by looking along it.
 
 # %%
 import matplotlib.pyplot as plt
@@ -112,16 +117,15 @@ import numpy as np
 example_delta, example_mtbf = 5 * 60.0, 6 * 3600.0          # Daly's Fig. 4: 5 minutes, 6 hours
 taus = np.linspace(600, 12_000, 400)
 example_waste = example_delta / taus + taus / (2 * example_mtbf)
-tau_young = np.sqrt(2 * example_delta * example_mtbf)
-xi = example_delta / (2 * example_mtbf)
-tau_daly = np.sqrt(2 * example_delta * example_mtbf) * (1 + np.sqrt(xi) / 3 + xi / 9) - example_delta
+lowest = taus[np.argmin(example_waste)]                       # read off the curve, not a formula
+daly_printed = 57 * 60.0                                      # Daly's Fig. 4, as printed
 
 fig, ax = plt.subplots(figsize=(7, 3.6))
 ax.plot(taus / 60, 100 * example_delta / taus, ":", label=r"writing, $\delta/\tau$")
 ax.plot(taus / 60, 100 * taus / (2 * example_mtbf), ":", label=r"redone work, $\tau/(2\Theta)$")
 ax.plot(taus / 60, 100 * example_waste, "k", label="first-order waste")
-ax.axvline(tau_young / 60, color="C2", label=f"Young: {tau_young / 60:.0f} min")
-ax.axvline(tau_daly / 60, color="C3", ls="--", label=f"Daly: {tau_daly / 60:.1f} min")
+ax.axvline(lowest / 60, color="C2", label=f"lowest point of the curve: {lowest / 60:.0f} min")
+ax.axvline(daly_printed / 60, color="C3", ls="--", label=f"Daly prints: {daly_printed / 60:.0f} min")
 ax.set_xlabel(r"interval between checkpoints $\tau$ (minutes)")
 ax.set_ylabel("share of time lost (%)")
 ax.set_title(r"$\delta$ = 5 min, $\Theta$ = 6 h (Daly 2006, Fig. 4)")
@@ -158,8 +162,8 @@ VARIANTS = {
           "n_nodes": 512, "failure_rate": 2.34e-3},
     "C": {"N": 175_000_000_000, "bytes_per_param": 14, "write_bandwidth": 100e9,
           "n_nodes": 2048, "failure_rate": 6.50e-3},
-    "D": {"N": 405_000_000_000, "bytes_per_param": 12, "write_bandwidth": 2e9,
-          "n_nodes": 16384, "failure_rate": 6.50e-3},
+    "D": {"N": 405_000_000_000, "bytes_per_param": 12, "write_bandwidth": 2e12,
+          "n_nodes": 2048, "failure_rate": 3.79e-3},
 }
 STUDENT = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
 VARIANT = "ABCD"[int.from_bytes(hashlib.sha256(f"exercises:{STUDENT}".encode()).digest()[:8], "big") % 4]
@@ -169,7 +173,8 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 # %% [markdown]
 # Your parameters: `N` parameters, `bytes_per_param` bytes of checkpoint per parameter,
 # `write_bandwidth` in bytes per second, `n_nodes` nodes, and `failure_rate` in failures
-# **per node-day** (6.50e-3 is RSC-1's 6.50 per 1000 node-days).
+# **per node-day** (6.50e-3 is RSC-1's 6.50 per 1000 node-days; 3.79e-3 is Llama 3's 419
+# interruptions over 54 days and 2,048 nodes).
 #
 # ### 5a. Derive
 #
@@ -223,12 +228,13 @@ judge("e06-checkpointing", "check_io", globals())
 #
 # Compute, in seconds,
 # - `young_interval_seconds`: your `interval_expr` at your $\delta$ and $\Theta$;
-# - `daly_interval_seconds`: Daly's higher-order interval (section 4), including its
+# - `daly_interval_seconds`: Daly's higher-order interval (section 4, with your Young
+#   interval as $\tau_Y$), including its
 #   $\delta \ge 2\Theta$ case. Write it as a function `daly_interval(delta_s, mtbf_s)`; the
 #   cell after this one checks that function against the numbers Daly prints;
 #
 # and the dimensionless
-# - `waste_fraction`: the first-order waste $\delta/\tau + \tau/(2\Theta)$ at Young's interval.
+# - `waste_fraction`: the first-order waste $w(\tau)$ of section 3 at Young's interval.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_interval", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION

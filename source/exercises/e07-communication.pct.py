@@ -69,8 +69,9 @@
 # | NDR InfiniBand, 400 Gb/s per NIC | 46–48 GB/s per NIC | NCCL maintainer, nccl-tests issue #290 |
 # | 3 nodes × 8 A100, 4 HDR NICs each | ≈ 85–96 GB/s | user measurement, nccl-tests issue #119 |
 #
-# With NVLink SHARP the switch does the additions, so `busbw` is no longer a bandwidth on
-# any wire; the conversion to time still holds, because it is how `busbw` was computed.
+# With NVLink SHARP the switch does the additions: each GPU's data crosses its link about
+# once each way, so neither the ring count nor `busbw` is what goes on any wire (nccl-tests issues
+# #212 and #366). The variants below all reduce with a ring.
 #
 # ## 3. ZeRO stage 3: one more pass of the parameters
 #
@@ -112,45 +113,22 @@
 # $n_\text{micro}$ micro-batches.
 # In GPipe's schedule all forward passes run, then all backward passes. Let $t_f$ and
 # $t_b$ be one stage's forward and backward time for one micro-batch, and $t = t_f + t_b$.
-# The forward phase lasts $n_\text{micro}+n_\text{stages}-1$ slots of $t_f$: the last micro-batch
-# waits $n_\text{micro}-1$ slots to enter the first stage and then crosses $n_\text{stages}$ stages.
-# The backward phase mirrors it. So a step lasts $(n_\text{micro}+n_\text{stages}-1)\,t$, while each
-# device is busy for only $n_\text{micro}\,t$.
+# In the forward phase the first stage starts the micro-batches one slot of $t_f$ after
+# another, and the last micro-batch must still cross every stage after it enters; the
+# devices downstream wait while the pipeline fills, the upstream ones while it drains.
+# The backward phase mirrors it. Counting those slots, for the whole step and for one
+# device's busy time, is your first task below.
 #
-# - **GPipe** (§2.3) states the bubble as
-#   $O\!\left(\frac{n_\text{stages}-1}{n_\text{micro}+n_\text{stages}-1}\right)$ amortised over the
-#   $n_\text{micro}$ micro-steps: the idle share of the **total** time. This is the definition
-#   asked for below.
+# - **GPipe** (§2.3) states the bubble, amortised over the $n_\text{micro}$ micro-steps, as the
+#   idle share of the **total** time of the step. This is the definition asked for below.
 # - **Narayanan et al.** (§2.2.1) call the bubble time fraction
 #   $(n_\text{stages}-1)/n_\text{micro}$ (their p and m): the idle time divided by the **ideal**
-#   time $n_\text{micro}\,t$. For the same schedule it is a larger number;
-#   with $r = (n_\text{stages}-1)/n_\text{micro}$, GPipe's share is $r/(1+r)$.
+#   time $n_\text{micro}\,t$, that is, the time with no bubble at all.
 #
-# Both papers call their ratio the bubble, so check which one a number means.
-# GPipe reports the overhead as negligible once $n_\text{micro} \ge 4\,n_\text{stages}$; there the
-# idle share is $(n_\text{stages}-1)/(5\,n_\text{stages}-1)$, just under 20%, and part of it is
-# hidden by recomputation.
-
-# %%
-import matplotlib.pyplot as plt
-import numpy as np
-
-micro = np.arange(1, 129)
-fig, ax = plt.subplots(figsize=(9, 3.6))
-for i, stages in enumerate((4, 8, 16)):
-    ax.plot(micro, (stages - 1) / (micro + stages - 1), color=f"C{i}",
-            label=f"{stages} stages: idle / total (GPipe)")
-    ax.plot(micro, (stages - 1) / micro, color=f"C{i}", ls=":",
-            label=f"{stages} stages: idle / ideal (Narayanan)")
-    ax.plot(4 * stages, (stages - 1) / (5 * stages - 1), "o", color=f"C{i}")
-ax.set_xscale("log", base=2)
-ax.set_ylim(0, 1.0)
-ax.set_xlabel(r"micro-batches $n_\mathrm{micro}$")
-ax.set_ylabel("bubble")
-ax.set_title(r"Same schedule, two ratios (dots: $n_\mathrm{micro} = 4\,n_\mathrm{stages}$)")
-ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-plt.tight_layout()
-plt.show()
+# Both papers call their ratio the bubble, so check which one a number means. GPipe reports
+# the overhead as negligible once $n_\text{micro} \ge 4\,n_\text{stages}$, partly because
+# recomputation hides some of it. After the graded cells you can draw both ratios from your
+# own expression (section 5d).
 
 # %% [markdown]
 # ## 5. Your variant
@@ -176,8 +154,8 @@ VARIANTS = {
           "bus_bandwidth": 90e9, "stages": 2, "microbatches": 8},
     "C": {"N": 4_375_000_000, "bytes_per_grad": 4, "weight_bytes": 1, "P": 8,
           "bus_bandwidth": 370e9, "stages": 16, "microbatches": 64},
-    "D": {"N": 5_468_750_000, "bytes_per_grad": 2, "weight_bytes": 4, "P": 8,
-          "bus_bandwidth": 480e9, "stages": 32, "microbatches": 128},
+    "D": {"N": 3_645_833_333, "bytes_per_grad": 2, "weight_bytes": 2, "P": 8,
+          "bus_bandwidth": 230e9, "stages": 48, "microbatches": 192},
 }
 # What each variant runs on: P x stages x tensor_parallel devices; N = model_params / stages.
 SYSTEMS = {
@@ -193,10 +171,11 @@ SYSTEMS = {
           "device_memory_bytes": 141e9,
           "nodes": 16, "devices_per_node": 8, "tensor_parallel": 1,
           "layout": "one stage per node; data parallelism over NVLink (ring) inside the node"},
-    "D": {"model": "GPT-3 175B", "model_params": 175_000_000_000, "device": "NVIDIA H200 SXM",
-          "device_memory_bytes": 141e9,
-          "nodes": 32, "devices_per_node": 8, "tensor_parallel": 1,
-          "layout": "32 stages of 3 layers, one per node; data parallelism over NVLink SHARP"},
+    "D": {"model": "GPT-3 175B", "model_params": 175_000_000_000, "device": "NVIDIA A100 SXM 80GB",
+          "device_memory_bytes": 80e9,
+          "nodes": 48, "devices_per_node": 8, "tensor_parallel": 1,
+          "layout": "48 stages of 2 layers, one per node; data parallelism over NVLink (ring; "
+                    "A100's NVSwitch does no reduction) inside the node"},
 }
 STUDENT = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
 VARIANT = "ABCD"[int.from_bytes(hashlib.sha256(f"exercises:{STUDENT}".encode()).digest()[:8], "big") % 4]
@@ -293,7 +272,36 @@ judge("e07-communication", "check_zero_pipeline", globals())
 # %% [markdown]
 # ### 5d. Read your numbers
 #
-# Not graded; a few sentences for yourself.
+# Not graded. The next cell draws your `bubble_expr` next to Narayanan et al.'s ratio for a
+# few pipeline depths (dots at $n_\text{micro} = 4\,n_\text{stages}$).
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+
+if isinstance(globals().get("bubble_expr"), sp.Expr) and bubble_expr.free_symbols <= {n_stages, n_micro}:
+    yours = sp.lambdify((n_stages, n_micro), bubble_expr, "numpy")
+    micro = np.arange(1, 257, dtype=float)
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    for i, stages in enumerate((4, 8, 16)):
+        ax.plot(micro, yours(stages, micro) * np.ones_like(micro), color=f"C{i}",
+                label=f"{stages} stages: your bubble_expr")
+        ax.plot(micro, (stages - 1) / micro, color=f"C{i}", ls=":",
+                label=f"{stages} stages: idle / ideal (Narayanan)")
+        ax.plot(4 * stages, yours(stages, 4 * stages), "o", color=f"C{i}")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, 1.0)
+    ax.set_xlabel(r"micro-batches $n_\mathrm{micro}$")
+    ax.set_ylabel("bubble")
+    ax.set_title(r"Same schedule, two ratios (dots: $n_\mathrm{micro} = 4\,n_\mathrm{stages}$)")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    plt.tight_layout()
+    plt.show()
+else:
+    print("Define bubble_expr in 5a first.")
+
+# %% [markdown]
+# A few sentences for yourself:
 # - Is your all-reduce long next to a training step of a few seconds? Frameworks start
 #   reducing each layer's gradients as soon as the backward pass produces them, so much of
 #   it can hide behind computation. What fraction would have to hide?
@@ -302,6 +310,10 @@ judge("e07-communication", "check_zero_pipeline", globals())
 #   saves? (w1-memory gives the memory side.)
 # - How many micro-batches would bring your bubble under 5%? What does a larger $n_\text{micro}$
 #   cost, at a fixed global batch?
+# - On a switch that reduces in the network (NVLink SHARP on H100 and H200, or InfiniBand
+#   SHARP), the switch does the additions and each GPU's data crosses its link about once
+#   each way: the ring count of
+#   5b is then no longer what goes on the wire (nccl-tests issues #212 and #366).
 
 # %% [markdown]
 # *Your answer, for yourself (not graded): double-click this cell and write it here.*

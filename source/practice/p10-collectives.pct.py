@@ -38,11 +38,15 @@
 #
 # $$\text{bytes sent per rank} = \frac{2(P-1)}{P}\, S ,$$
 #
-# and receives as many. No all-reduce can do with less per rank (Patarasuk and Yuan), which is
-# why nccl-tests reports a **bus bandwidth**, the algorithm bandwidth $S/t$ times $2(P-1)/P$:
-# the rate at which each rank's link really carried data. When $S$ does not divide into $P$
-# equal chunks (`torch.tensor_split` makes the first $S \bmod P$ chunks one element longer),
-# the ranks differ by a few elements and only their **mean** is exactly the formula.
+# and receives as many. No all-reduce built from messages between the ranks can do with less
+# per rank (Patarasuk and Yuan), which is why nccl-tests reports a **bus bandwidth**, the
+# algorithm bandwidth $S/t$ times $2(P-1)/P$: the rate at which each rank's link really carried
+# data. The bound does not cover **in-network reduction**, where the switch adds the ranks'
+# chunks (NVLink SHARP, NCCL's NVLS algorithm): there neither the ring's count nor nccl-tests'
+# bus bandwidth is what goes on the wire (nccl-tests issues #212 and #366; NCCL issue #1455).
+# When $S$ does not divide into $P$ equal chunks (`torch.tensor_split` makes the first
+# $S \bmod P$ chunks one element longer), the ranks differ by a few elements and only their
+# **mean** is exactly the formula.
 #
 # What can be measured here, and what cannot. gloo's own `dist.all_reduce` keeps no byte
 # counters that Python can read, and it picks its algorithm by message size, so "what gloo's

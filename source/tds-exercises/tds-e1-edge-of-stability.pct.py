@@ -1,48 +1,53 @@
 # %% [markdown]
-# # tds-e1-edge-of-stability · Past 2/η: which directions blow up, and how fast
+# # tds-e1-edge-of-stability · Past the stability threshold: which directions blow up, and how fast
 #
 # *Module TDS Training Dynamics & Scaling · mathematics · exercise 1 of 2*
 #
 # Cohen et al. (ICLR 2021) found that full-batch gradient descent on real networks drives the
-# sharpness (tds-b1) up until it reaches $2/\eta$, the **stability threshold**, and then hovers
-# there while the loss keeps falling, non-monotonically. To read their plots you need the
-# quadratic model exactly. Take $L(x) = \tfrac12\sum_i a_i x_i^2$ (any quadratic is one, in the
-# eigenvectors of its Hessian). Gradient descent updates each coordinate on its own:
+# sharpness (tds-b1) up until it reaches a threshold set by the learning rate, the **stability
+# threshold**, and then hovers there while the loss keeps falling, non-monotonically. To read
+# their plots you need the quadratic model exactly, and this exercise has you derive it. Take
+# $L(x) = \tfrac12\sum_i a_i x_i^2$ with every $a_i > 0$ (any quadratic is one, in the
+# eigenvectors of its Hessian); its largest curvature is the sharpness $S$. Gradient descent at
+# rate $\eta$ takes the step $x \leftarrow x - \eta \nabla L(x)$, and on this loss each
+# coordinate moves on its own.
 #
-# $$x_i \leftarrow x_i - \eta a_i x_i = (1 - \eta a_i)\, x_i .$$
+# Questions to settle on paper before you write any code:
+# - By what factor does one step multiply the coordinate $x_i$? What does $t$ steps do?
+# - When does that coordinate shrink, when does it flip sign, and when does it grow?
+# - Which direction is the first to grow as $\eta$ rises, and at what rate does that happen?
+# - Once a direction grows, how many steps until it has grown by a given factor?
 #
-# So after $t$ steps $x_i(t) = (1 - \eta a_i)^t x_i(0)$. A direction grows when
-# $|1 - \eta a_i| > 1$; since $\eta a_i > 0$ that means $\eta a_i > 2$, and the multiplier is then
-# below $-1$: the coordinate flips sign every step as it grows. The largest curvature, the
-# sharpness $S$, is the first to cross, so the run is stable exactly while $\eta < 2/S$.
-#
-# How fast does an unstable run blow up? The fastest direction grows by $|1 - \eta S|$ per step,
-# so it has grown by a factor $g$ after the first $t$ with $|1 - \eta S|^t \ge g$, that is
-# $t = \lceil \ln g / \ln|1 - \eta S| \rceil$ steps. Just past the threshold, $|1 - \eta S|$ is just
-# above 1 and the blow-up is slow, which leaves a network time to correct itself. A quadratic
-# cannot (its curvature is fixed), but in a network a little growth along the top direction
-# lowers the sharpness itself, through the loss's third derivative, and the run falls back below
-# the threshold: *self-stabilisation*, the account of Damian, Nichani and Lee (*Self-Stabilization:
-# The Implicit Bias of Gradient Descent at the Edge of Stability*, ICLR 2023) of the hovering
-# that Cohen et al. observed. II.8's t4-warmup-and-wsd links this to warmup.
+# Just past the threshold the blow-up is slow, which leaves a network time to correct itself. A
+# quadratic cannot (its curvature is fixed), but in a network a little growth along the top
+# direction lowers the sharpness itself, through the loss's third derivative, and the run falls
+# back: *self-stabilisation*, the account of Damian, Nichani and Lee (*Self-Stabilization: The
+# Implicit Bias of Gradient Descent at the Edge of Stability*, ICLR 2023) of the hovering that
+# Cohen et al. observed. II.8's t4-warmup-and-wsd links this to warmup.
 
 # %% [markdown]
-# ## Worked example (not your variant)
+# ## Worked example: watch one direction (not your variant)
+#
+# One coordinate of curvature 10, started at 2, run for six steps at three rates. The code only
+# iterates the update; it is for checking your derivation against, not a formula.
 
 # %%
 import math
 
 import sympy
 
-ex_a, ex_lr = [30.0, 18.0, 4.0], 0.1
-ex_m = [1 - ex_lr * a for a in ex_a]
-print("threshold rate 2/S:", 2 / max(ex_a))
-print("multipliers       :", ex_m)
-print("growing directions:", [i for i, m in enumerate(ex_m) if abs(m) > 1])
-print("steps to grow 100x:", math.ceil(math.log(100) / math.log(max(abs(m) for m in ex_m))))
+ex_a = 10.0
+for ex_lr in (0.04, 0.14, 0.26):
+    ex_x, ex_path = 2.0, []
+    for _ in range(6):
+        ex_x = ex_x - ex_lr * ex_a * ex_x      # one gradient step on a x^2 / 2
+        ex_path.append(round(ex_x, 3))
+    print(f"rate {ex_lr}: {ex_path}")
 
 # %% [markdown]
-# Direction 1 has multiplier $-0.8$: it oscillates but shrinks. Only direction 0 ($-2$) grows.
+# Three behaviours: at the lowest rate the coordinate shrinks steadily; at the middle one it
+# flips sign every step but still shrinks; at the highest it flips and grows. Your derivation
+# should say where the boundaries between these lie, for any curvature.
 
 # %% [markdown]
 # ## Your variant
@@ -94,7 +99,7 @@ judge("tds-e1-edge-of-stability", "check_expressions", globals())
 #
 # For your variant's `curvatures`, `lr` and `growth`:
 # - `threshold_lr`: the largest rate at which gradient descent converges on this quadratic (a float);
-# - `multipliers`: $1 - \eta a_i$ for each direction (a list of floats);
+# - `multipliers`: the factor one step multiplies each direction's coordinate by, in the order of `curvatures` (a list of floats);
 # - `unstable`: the 0-based indices of the directions that grow (a list of ints);
 # - `steps_to_grow`: the fewest steps after which the fastest-growing direction has grown by at least `growth` (an int).
 

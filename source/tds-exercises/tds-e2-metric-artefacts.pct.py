@@ -9,19 +9,21 @@
 #
 # $$L_{CE}(N) = (N/c)^{\alpha}, \qquad \alpha < 0,$$
 #
-# the form Kaplan et al. (2020, eq. 1.1) fit to language models, and a token is right with
-# probability $p(N) = e^{-L_{CE}(N)}$ (the cross-entropy is $-\log$ of the right token's probability).
-# An exact-match score over an $L$-token answer (tds-b3) is then
+# the form Kaplan et al. (2020, eq. 1.1) fit to language models. A cross-entropy is the negative
+# natural logarithm of the probability the model gives the right token; call that probability
+# $p(N)$, the per-token accuracy. An answer of $L$ tokens is scored by exact match (tds-b3), and,
+# as in Schaeffer et al., its tokens are right or wrong independently.
 #
-# $$\text{EM}(N) = p(N)^{L} = \exp\!\big(-L\,(N/c)^{\alpha}\big).$$
-#
-# Nothing in the model changes abruptly; yet EM is stuck near zero for decades of $N$ and then
-# rises within about one decade. Setting EM equal to a target $\tau$ and solving,
-# $(N/c)^{\alpha} = -\ln\tau / L$, so the "emergence" size is $N_\tau = c\,(-\ln\tau / L)^{1/\alpha}$, and at
-# that size each token is right with probability $\tau^{1/L}$: high, not sudden.
+# Nothing in this model changes abruptly. Your job is to derive what exact match does with it:
+# - Express $p(N)$ through the loss, and the expected exact match through $p(N)$ and $L$.
+# - Solve for the size $N_\tau$ at which the expected exact match reaches a target $\tau$.
+# - Find the per-token accuracy at $N_\tau$, and compare how sudden each curve looks.
 
 # %% [markdown]
-# ## Worked example (not your variant)
+# ## Worked example: the smooth side (not your variant)
+#
+# The model's loss for one made-up task, on log-log axes: a straight line, with no size at which
+# anything happens. The exercise asks what a metric built on it looks like.
 
 # %%
 import math
@@ -30,17 +32,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import sympy
 
-ex = {"c": 1e9, "alpha": -0.4, "length": 6}
+ex = {"c": 1e9, "alpha": -0.4}
 sizes = np.logspace(7, 13, 61)
-p = np.exp(-(sizes / ex["c"]) ** ex["alpha"])
 fig, ax = plt.subplots(figsize=(7, 3.5))
-ax.plot(sizes, p, label="per-token accuracy p(N)")
-ax.plot(sizes, p ** ex["length"], label=f"exact match p(N)^{ex['length']}")
-ax.set(xscale="log", xlabel="parameters N", ylabel="score", title="The same model, two metrics")
+ax.plot(sizes, (sizes / ex["c"]) ** ex["alpha"], label="per-token cross-entropy")
+ax.set(xscale="log", yscale="log", xlabel="parameters N", ylabel="loss (nats)",
+       title="A power-law loss: smooth in N")
 ax.legend()
 plt.show()
-n_half = ex["c"] * (-math.log(0.5) / ex["length"]) ** (1 / ex["alpha"])
-print(f"exact match reaches 0.5 at N = {n_half:.3g}, where p = {0.5 ** (1 / ex['length']):.3f}")
 
 # %% [markdown]
 # ## Your variant

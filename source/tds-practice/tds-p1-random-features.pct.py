@@ -34,7 +34,7 @@ import torch
 
 torch.set_num_threads(1)   # tiny tensors: one thread is the fastest
 
-VARIANTS = {'A': {'seed': 31,
+VARIANTS = {'A': {'seed': 35,
        'dim': 10,
        'n_train': 40,
        'noise': 0.2,

@@ -21,16 +21,18 @@
 #   $(\Delta W x)_i \approx -\eta\,\mathrm{sign}(g_i)\sum_j |x_j|$: all $n$ terms of the sum have the same sign.
 #   It grows like $n$, not like $\sqrt n$ as $n$ independent changes would (the central-limit
 #   intuition that gives the $1/\sqrt n$ of initialisation does **not** apply to updates).
-# - **So under SP the effect of one step grows with width.** At the rate $\eta$ tuned on a base
-#   width $n_0$, a layer of width $n$ moves its outputs $n/n_0$ times as far. The rate that keeps a
-#   hidden layer's update at the base model's size is $\eta\,n_0/n$. That is not the best SP rate of
-#   the whole network (which also depends on its input and output layers, and on how flat the loss
-#   is around its optimum), but it shows which way the best rate goes: down as the width grows, so a
-#   rate tuned on the proxy is too large for the big model (training becomes unstable).
-# - **muP builds the factor in.** It trains hidden matrices at $\eta/m$ with $m = n/n_0$ (and scales
-#   the output logits by $1/m$; tds-b5). The correlated growth is cancelled inside the
-#   parametrisation, so the best *base* rate $\eta$ is the same at every width, and a sweep on the
-#   proxy transfers.
+# - **So under SP the effect of one step depends on width.** Take the rate $\eta$ tuned on a base
+#   width $n_0$ and use it at width $n$. From the two points above, work out how far one step moves
+#   the outputs at width $n$ compared with width $n_0$, and which SP rate at width $n$ would bring
+#   the step back to the base model's size (part 4a asks for it). That rate is the one that keeps a
+#   hidden layer's update at the base size. It is not the best SP rate of the whole network (which
+#   also depends on its input and output layers, and on how flat the loss is around its optimum),
+#   but it shows which way the best rate drifts with width, and why a rate tuned on the proxy can
+#   make the big model's training unstable.
+# - **muP builds the width dependence in.** It sets the hidden matrices' rate from the width
+#   multiplier $m = n/n_0$ (and scales the output logits; tds-b5) so that the correlated growth is
+#   cancelled inside the parametrisation. What then happens to the best *base* rate across widths
+#   is what makes a sweep on the proxy transfer; part 4b asks for it.
 #
 # ## 2. When it does not hold
 #
@@ -60,8 +62,9 @@ for width in (64, 256, 1024):
     print(f"width {width:5d}: rms change of the output after one Adam step {adam_output_change(width, 1e-3):.4f}")
 
 # %% [markdown]
-# Four times the width, about four times the change (not two). That factor is what the SP rate has
-# to absorb.
+# Compare the ratio of two widths with the ratio of their changes: is it the growth that $n$
+# independent changes would give, or the growth of the correlated sum? Whatever it is, the SP rate
+# has to absorb it.
 #
 # ## 4. Your variant
 

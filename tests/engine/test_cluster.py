@@ -47,8 +47,12 @@ GRADES = text("""
     JOIN base_cell bc ON g.cell_id = bc.id""")
 
 
-def course_with(into: Path, db_url: str | None) -> Path:
+def course_with(into: Path, db_url: str | None, only: str | None = None) -> Path:
+    """A scratch course of ASSIGNMENT (its notebook `only`, if named) with its gradebook at `db_url`."""
     course = make_course(ROOT, into, only=[ASSIGNMENT])
+    for path in (course / "source" / ASSIGNMENT).glob("*.ipynb") if only else ():
+        if path.stem != only:
+            path.unlink()
     if db_url:
         with open(course / "nbgrader_config.py", "a") as fh:
             fh.write(f"\nc.CourseDirectory.db_url = {db_url!r}\n")

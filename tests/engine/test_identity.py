@@ -21,13 +21,13 @@ import pytest
 
 from graders.engine import exchange
 from graders.engine.course_dir import exchange_root
-from tests.conftest import unix_users
+from tests.conftest import login_for, unix_users
 from tests.engine.test_serve import ASSIGNMENT, COURSE_ID, Course
 from tests.warm_nbgrader import nbgrader
 
 pytestmark = pytest.mark.slow
 
-ALICE, MALLORY = "chx-alice", "chx-mallory"
+ALICE, MALLORY = login_for("alice"), login_for("mallory")
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +178,82 @@ def test_a_refusal_reads_no_link_or_fifo_for_its_secret(tmp_path, monkeypatch):
     worker.join(10)
     assert done == [[None, None]]
     assert "read_small" in serve.release_refusal.__code__.co_names
+
+
+# -- enrolment: several courses on one hub ---------------------------------------------------------
+class StubHub:
+    """The hub's API as the course's side asks it (GET /users/<name>): `groups` {login: [group]};
+    a login it does not list is one it does not know (404). Only `token` may ask."""
+
+    def __init__(self, groups: dict, token: str):
+        import http.server
+        from urllib.parse import unquote
+        outer = self
+
+        class Answer(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                login = unquote(self.path.rsplit("/", 1)[-1])
+                if self.headers.get("Authorization") != f"token {token}":
+                    status, body = 403, {}
+                elif not self.path.startswith("/hub/api/users/") or login not in groups:
+                    status, body = 404, {}
+                else:
+                    status, body = 200, {"name": login, "groups": groups[login]}
+                outer.asked.append(login)
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+        self.asked = []
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hub/api"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_login_the_hub_does_not_enrol_is_set_aside_by_collect_and_serve(users, tmp_path, monkeypatch):
+    """With `c.CheckedCollect.hub_enrolment`, the course asks the hub (nbgrader's rule: the groups
+    nbgrader-<course>, formgrade-<course>) and takes no work from a login it does not enrol, however
+    that login's own nbgrader was configured: plain collect leaves it in inbound and ledgers it,
+    chapter serve's admission refuses it. A hub that cannot be asked stops the collect."""
+    from graders.engine import serve
+    from traitlets.config import Config
+    course = Course(tmp_path / "course", policy="c.CheckedCollect.hub_enrolment = True")
+    own = submit_as(course, users[ALICE], ALICE, "correct")
+    outsider = submit_as(course, users[MALLORY], MALLORY, "correct")
+    hub = StubHub({ALICE: [f"nbgrader-{COURSE_ID}"], MALLORY: ["nbgrader-another-course", f"formgrade-{COURSE_ID}x"]},
+                  token="t0ken")
+    try:
+        monkeypatch.setenv("JUPYTERHUB_API_URL", hub.url)
+        monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "t0ken")
+        collected = nbgrader("collect", ASSIGNMENT, cwd=course.root)
+        assert sorted(os.listdir(course.root / "submitted")) == [ALICE], collected.stdout + collected.stderr
+        (entry,) = exchange.read_set_aside(course.root, ASSIGNMENT)
+        assert entry.folder == outsider and entry.claimed == MALLORY
+        assert f"not enrolled in {COURSE_ID}" in entry.why
+        assert set(hub.asked) == {ALICE, MALLORY}
+
+        service = serve.Service(course.root, [ASSIGNMENT])
+        service._prepare()
+        assert service._stranger(serve._Job(ALICE, ASSIGNMENT, own, "")) == ("", "")
+        forged, outside = service._stranger(serve._Job(MALLORY, ASSIGNMENT, outsider, ""))
+        assert forged == "" and f"the login {MALLORY} is not enrolled in {COURSE_ID}" in outside
+
+        # nothing to ask with: nothing is taken, and the instructor is told why
+        monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "someone else's")
+        with pytest.raises(exchange.EnrolmentUnknown, match="answered 403"):
+            service._stranger(serve._Job(ALICE, ASSIGNMENT, own, ""))
+        monkeypatch.delenv("JUPYTERHUB_API_TOKEN")
+        with pytest.raises(RuntimeError, match="cannot tell who is enrolled"):
+            nbgrader("collect", "--update", ASSIGNMENT, cwd=course.root)
+    finally:
+        hub.close()
+    # a course that does not ask (the default) takes the work of any login of the machine
+    assert exchange.enrolment(Config(), COURSE_ID) is None

@@ -10,6 +10,11 @@ correct expression. That was a bug, fixed since (graders/bounded.py): a comparis
 inside a problem's bounded grading died whenever the grading had grown, so a correct answer
 was left undecided and scored 0, depending on memory. Such a notebook must now be decided,
 its other cells unchanged and its score higher.
+
+One entry was re-recorded since, with its reason: exercises/bench-002/e07-communication, whose
+variant D was replaced (issue 27: the old D ran over NVLink SHARP, where the ring count is not
+what goes on the wire); the same wrong answer scores the same, and in the new D it is the value
+a declared mistake gives, so its line now names that mistake.
 """
 from __future__ import annotations
 

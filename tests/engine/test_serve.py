@@ -201,21 +201,22 @@ def test_a_forged_student_is_refused_and_the_students_own_grade_stands(served):
     """mallory's `nbgrader submit --student=vera`: set aside, told to mallory, never served as vera."""
     from nbgrader.api import Gradebook
     from graders.engine import exchange
-    from tests.conftest import unix_users
+    from tests.conftest import login_for, unix_users
     from tests.engine.test_identity import chown_tree
     served.submit("vera", "correct")
     served.feedback("vera", after=0)
     inbound = exchange_root(served.root) / COURSE_ID / "inbound"
-    with unix_users("chx-mallory") as uids:
+    mallory = login_for("mallory")
+    with unix_users(mallory) as uids:
         before = set(os.listdir(inbound))
         served.submit("vera", "blank")
         (forgery,) = set(os.listdir(inbound)) - before
-        chown_tree(inbound / forgery, uids["chx-mallory"])
+        chown_tree(inbound / forgery, uids[mallory])
         served.wait_for(lambda: [a.state for a in served.attempts("vera")] == ["graded", "refused"],
                         what="the forgery's refusal")
     refused = served.attempts("vera")[1]
     assert refused.folder == forgery and "another login" in refused.why
-    assert f"SET ASIDE {forgery}" in served.log() and "chx-mallory" in served.log()
+    assert f"SET ASIDE {forgery}" in served.log() and mallory in served.log()
     assert [e.folder for e in exchange.read_set_aside(served.root, ASSIGNMENT)] == [forgery]
     with Gradebook(f"sqlite:///{served.root / 'gradebook.db'}", COURSE_ID) as gb:
         assert gb.find_submission_notebook(NB, ASSIGNMENT, "vera").score == 4.0
@@ -331,6 +332,7 @@ def test_a_refusal_that_cannot_be_released_is_said_and_kept(tmp_path, monkeypatc
     service.policy = serve.Policy(attempts=1)
     service.inbound = tmp_path / "inbound"
     service.coursedir = type("CourseDirectory", (), {"db_url": ""})()
+    service.enrolled = None                             # a course on one machine: no roster to ask
     (service.inbound / "two").mkdir(parents=True)       # the instructor's own: not a forgery
     service.journals = {ASSIGNMENT: serve.AttemptJournal(tmp_path, ASSIGNMENT)}
     service.journals[ASSIGNMENT].save("maria", [serve.Attempt("one", "2026-03-01 10:00:00.000000 UTC",

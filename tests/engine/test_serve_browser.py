@@ -184,7 +184,7 @@ def test_student_submits_fetches_feedback_fixes_and_is_refused(tmp_path, page): 
         assert "w1-memory (Score: 1.0 / 4.0)" in text, text[:3000]
         assert f"Variant {VARIANT}: 0 of 3 points in this cell" in text and "✓ per_device_expr: correct" in text
         for key in ("bytes_per_param", "total_bytes", "per_device_bytes"):   # the failed checks, named
-            assert re.search(rf"✗ {key}: does not match your variant\. Likely mistake: the fp32 master copy",
+            assert re.search(rf"✗ {key}: does not match your variant\. Look again at: the fp32 master copy",
                              text), text[:3000]
         panel.close_tab()
 

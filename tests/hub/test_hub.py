@@ -17,6 +17,7 @@ import os
 import pwd
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,8 @@ from graders.engine import exchange
 from graders.variants import variant_for
 from tests.course.test_browser import ARTIFACTS, browser, new_page, only_student_tools, run_menu, shot  # noqa: F401
 from tests.engine.test_serve_browser import AssignmentList
-from tests.hub.conftest import ASSIGNMENT, COURSE_ID, REPO, as_user
+from tests.hub.conftest import (ASSIGNMENT, COURSE_ID, REPO, SECOND_ASSIGNMENT, SECOND_ID, SECOND_STUDENT,
+                                VENV_BIN, as_user)
 
 pytestmark = [pytest.mark.browser, pytest.mark.hub]
 if os.geteuid() != 0:
@@ -144,6 +146,10 @@ def test_students_fetch_see_their_variant_submit_and_get_feedback(hub, browser):
         refused = as_user(hub.students[0], *args, check=False)
         assert refused.returncode != 0 and "Permission denied" in refused.stderr, (args, refused)
     assert (hub.course / "gradebook.db").exists()
+    # nor can a student reach the references: their servers run the course's venv, not its library
+    for login, reaches in ((hub.students[0], False), (hub.instructor, True)):
+        imported = as_user(login, str(VENV_BIN / "python"), "-c", "import graders.problems", check=False)
+        assert (imported.returncode == 0) == reaches, (login, imported)
 
     for role, how in answers.items():
         login, page = hub.users[role][0], pages[role]
@@ -295,7 +301,8 @@ def instructor_collects_alices_own(hub, alice_timestamp: str, forgery: Path) -> 
     newer, but alice's own submission is what stands in submitted/."""
     alice = hub.users["alice"][0]
     (alices_own,) = inbound_of(hub, alice, alice)
-    collected = as_user(hub.instructor, "nbgrader", "collect", "--update", ASSIGNMENT, cwd=hub.course)
+    collected = as_user(hub.instructor, "nbgrader", "collect", "--update", ASSIGNMENT, cwd=hub.course,
+                        env=hub.instructor_env())
     print(collected.stdout + collected.stderr)
     taken = (hub.course / "submitted" / alice / ASSIGNMENT / "timestamp.txt").read_text().strip()
     assert taken == (alices_own / "timestamp.txt").read_text().strip() == alice_timestamp, taken
@@ -328,3 +335,68 @@ def generate_and_release_feedback(page, hub) -> dict:
         rewritten = [name for name in before if after.get(name, 0) > before[name]]
         assert len(rewritten) >= 2, (before, after)      # alice's and bob's pages, released again
     return answered
+
+
+# -- two courses on one hub -----------------------------------------------------------------------
+def test_a_student_of_one_course_can_neither_fetch_from_nor_submit_to_another(hub):
+    """alice is in nbgrader-training-at-scale only; carol in nbgrader-training-dynamics only (the TDS
+    chapter as a course of its own, with its own chapter serve). Each runs nbgrader's own student
+    commands from a terminal of their hub server (their login, their hub token, the students'
+    config). nbgrader refuses alice the other course; when she switches its check off (it runs in
+    her own process), the course's side refuses her submission: set aside, never graded or
+    collected. carol fetches, submits and gets her feedback."""
+    alice, carol = hub.users["alice"][0], hub.users[SECOND_STUDENT][0]
+    tds = hub.courses[1]
+    released = as_user(hub.instructor, "nbgrader", "release_assignment", SECOND_ASSIGNMENT, cwd=tds.folder)
+    assert f"Released as: {SECOND_ID} {SECOND_ASSIGNMENT}" in released.stdout + released.stderr
+
+    def student(login, *args, check=False):
+        return as_user(login, "nbgrader", *args, SECOND_ASSIGNMENT, f"--course={SECOND_ID}",
+                       cwd=Path(pwd.getpwnam(login).pw_dir), env=hub.user_env(login), check=check)
+    switched_off = "--Authenticator.plugin_class=nbgrader.auth.NoAuthPlugin"
+
+    def carol_submits():
+        student(carol, "fetch_assignment", check=True)
+        submitted = student(carol, "submit", check=True)
+        assert f"Submitted as: {SECOND_ID} {SECOND_ASSIGNMENT}" in submitted.stdout + submitted.stderr
+
+    def alice_tries():
+        refused = student(alice, "fetch_assignment")
+        assert refused.returncode != 0, refused
+        assert "You do not have access to this course." in refused.stdout + refused.stderr, refused
+        # nbgrader's exchange leaves every course's release readable by every login (outbound 0755):
+        # with the check off, the fetch works (a release holds no solution and no hidden test) ...
+        student(alice, "fetch_assignment", switched_off, check=True)
+        refused = student(alice, "submit")
+        assert refused.returncode != 0, refused
+        assert "You do not have access to this course." in refused.stdout + refused.stderr, refused
+        # ... and so does the submission (inbound 0733): the course's side refuses it
+        student(alice, "submit", switched_off, check=True)
+
+    with ThreadPoolExecutor(2) as pool:     # side by side: each step is a student's nbgrader process
+        for done in [pool.submit(carol_submits), pool.submit(alice_tries)]:
+            done.result()
+    (hers,) = (hub.exchange / SECOND_ID / "inbound").glob(f"{alice}+{SECOND_ASSIGNMENT}+*")
+    wait_until("the second course's chapter serve on both", lambda: all(
+        line in hub.log_text() for line in (f"{carol} {SECOND_ASSIGNMENT}: ", f"{alice} {SECOND_ASSIGNMENT}: not graded")),
+        120, lambda: hub.log_text()[-4000:])
+    (entry,) = exchange.read_set_aside(tds.folder, SECOND_ASSIGNMENT)
+    assert entry.folder == hers.name and entry.claimed == alice, entry
+    assert "not enrolled in training-dynamics" in entry.why, entry
+    # what each one's Fetch Feedback brings (the page named by their submission's secret): carol's
+    # score; alice (check off) the refusal, nothing graded. Fetching itself is the first test's.
+    from nbgrader.utils import notebook_hash
+
+    def page(folder: Path) -> str:
+        secret = (folder / "submission_secret.txt").read_text()
+        return (hub.exchange / SECOND_ID / "feedback" /
+                f"{notebook_hash(secret=secret, notebook_id='tds-w1-double-descent')}.html").read_text()
+    (carols,) = (hub.exchange / SECOND_ID / "inbound").glob(f"{carol}+{SECOND_ASSIGNMENT}+*")
+    assert "tds-w1-double-descent (Score:" in page(carols), page(carols)[:2000]
+    refusal = page(hers)
+    assert "not enrolled in the course training-dynamics" in refusal and "Score" not in refusal, refusal
+    # neither graded nor collected as alice (plain collect's own refusal: tests/engine/test_identity.py)
+    assert sorted(p.name for p in (tds.folder / "submitted").iterdir()) == [carol]
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{tds.folder / 'gradebook.db'}", SECOND_ID) as gb:
+        assert [s.id for s in gb.students] == [carol]

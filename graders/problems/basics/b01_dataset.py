@@ -109,18 +109,21 @@ class DatasetProblem(Problem):
             "the bytes were multiplied by the bytes-per-token rate; a token stands for several "
             "bytes, so there are fewer tokens than bytes: divide.",
             lambda q: _answers(q, rate="multiply"),
+            instant="what the bytes-per-token rate measures.",
         ),
         Mistake(
             "a-byte-is-a-token",
             "each byte was counted as a token (a character-level view); a subword tokenizer "
             "covers several bytes with one token.",
             lambda q: _answers(q, rate="one"),
+            instant="what a subword token stands for in bytes.",
         ),
         Mistake(
             "kept-the-partial-sequence",
             "the ragged tail shorter than T was counted as a sequence; packing keeps only full "
             "sequences of exactly T tokens, so round down.",
             lambda q: _only(("sequences",), _answers(q, partial=True)),
+            instant="the ragged tail of the packed token stream.",
         ),
         Mistake(
             "one-document-per-sequence",
@@ -129,6 +132,7 @@ class DatasetProblem(Problem):
             # with a single document, padding and keeping the partial sequence coincide
             lambda q: {} if int(q["documents"]) == 1
             else _only(("sequences",), _answers(q, padded=True)),
+            instant="how packing runs documents together in one stream.",
         ),
     )
 

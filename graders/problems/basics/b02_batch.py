@@ -107,24 +107,28 @@ class BatchProblem(Problem):
             "every GPU was counted as a data-parallel replica; the GPUs of one tensor- and "
             "pipeline-parallel group hold one copy of the model between them, so P = gpus / (TP·PP).",
             lambda q: _changed(q, _answers(q, replicas=lambda v: v["gpus"])),
+            instant="which GPUs hold one copy of the model between them.",
         ),
         Mistake(
             "forgot-the-pipeline",
             "only the tensor-parallel degree was divided out; the pipeline stages belong to the same "
             "model copy, so divide the GPUs by TP·PP.",
             lambda q: _changed(q, _answers(q, replicas=lambda v: v["gpus"] / v["tensor_parallel"])),
+            instant="the pipeline stages that share one model copy.",
         ),
         Mistake(
             "micro-batch-tokens",
             "the tokens of one micro-batch (b sequences on one device) were counted; the batch is all "
             "B sequences of one optimiser step, B·T tokens.",
             lambda q: {"tokens_per_batch": _whole(q, "micro_batch") * _whole(q, "T")},
+            instant="the sequences whose gradients one optimiser step averages.",
         ),
         Mistake(
             "accumulation-ignores-replicas",
             "the accumulation count ignored the data-parallel replicas: each replica runs only its "
             "B / P sequences, in micro-batches of b, so B / (b·P) micro-batches, not B / b.",
             lambda q: {"accumulation_steps": _whole(q, "B") // _whole(q, "micro_batch")},
+            instant="each replica's share of the batch.",
         ),
     )
 

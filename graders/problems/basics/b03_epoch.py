@@ -106,30 +106,35 @@ class EpochProblem(Problem):
             "the partial last batch of each pass was counted as a step; it is dropped, so an epoch "
             "has floor(S / B) steps.",
             lambda q: _changed(q, keep_partial=True),
+            instant="the partial batch at the end of each epoch.",
         ),
         Mistake(
             "dropped-only-once",
             "the partial batch was dropped once for the whole run; every pass drops its own, so "
             "multiply the steps of one epoch by the number of epochs.",
             lambda q: _changed(q, drop_once=True),
+            instant="which passes have a partial batch of their own.",
         ),
         Mistake(
             "whole-epochs-only",
             "the fractional part of the epoch count was left out; the run also takes that fraction "
             "of the next pass's steps.",
             lambda q: _changed(q, whole_epochs=True),
+            instant="the fractional part of the epoch count.",
         ),
         Mistake(
             "rounded-the-fraction-up",
             "the fractional epoch was rounded up to a whole step; a step needs a full batch, so "
             "round e·(steps per epoch) down.",
             lambda q: _changed(q, round_up=True),
+            instant="the full batch that every step needs.",
         ),
         Mistake(
             "batch-read-as-tokens",
             "B was treated as tokens per step; it counts sequences of T tokens, so one step takes "
             "B·T tokens.",
             lambda q: _changed(q, batch_in_tokens=True),
+            instant="the unit in which B counts the batch.",
         ),
     )
 

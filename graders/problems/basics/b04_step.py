@@ -92,12 +92,14 @@ class StepProblem(Problem):
             "together make up one step, so tokens seen are k·B·T.",
             lambda q: (lambda v: {"tokens_seen": v["steps"] * v["accumulation"] * v["B"] * v["T"]}
                        if v["accumulation"] > 1 else {})(_read(q)),
+            instant="what one micro-step contributes to a step.",
         ),
         Mistake(
             "one-micro-batch-per-step",
             "one micro-batch of b sequences was counted per step; a step consumes the whole batch "
             "of B sequences across all replicas.",
             lambda q: (lambda v: {"tokens_seen": v["steps"] * v["micro_batch"] * v["T"]})(_read(q)),
+            instant="the data one optimiser step consumes across all replicas.",
         ),
         Mistake(
             "micro-steps-ignore-replicas",
@@ -106,12 +108,14 @@ class StepProblem(Problem):
             lambda q: (lambda v, s: {"micro_steps": v["steps"] * v["B"] // v["micro_batch"],
                                      "micro_steps_expr": s["k"] * s["B"] / s["b"]}
                        )(_read(q), symbols_for(EXPR_SYMBOLS)),
+            instant="each replica's share of the batch.",
         ),
         Mistake(
             "micro-steps-are-steps",
             "the micro-step count was taken to equal the step count; with gradient accumulation "
             "each step is B / (b·P) micro-steps on every replica.",
             lambda q: (lambda v: {"micro_steps": v["steps"]} if v["accumulation"] > 1 else {})(_read(q)),
+            instant="gradient accumulation within each optimiser step.",
         ),
     )
 

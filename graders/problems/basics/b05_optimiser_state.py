@@ -155,6 +155,7 @@ class OptimiserStateProblem(Problem):
             "tensor for every parameter tensor, beside its moment tensors.",
             lambda q: _only(("state_tensors", "state_dict_bytes"),
                             _answers(q, with_step=False)),
+            instant="the step counter AdamW keeps for each parameter tensor.",
         ),
         Mistake(
             "counted-the-weights",
@@ -162,6 +163,7 @@ class OptimiserStateProblem(Problem):
             "them by index and stores only what the optimiser adds (step and moments).",
             lambda q: _only(("state_dict_bytes",),
                             _answers(q, weights_too=True)),
+            instant="what an optimiser's state dict stores, and what it only refers to.",
         ),
         Mistake(
             "ignored-amsgrad",
@@ -169,6 +171,7 @@ class OptimiserStateProblem(Problem):
             "tensor the shape of each parameter.",
             lambda q: _only(("state_tensors", "state_dict_bytes"), _answers(q, moments=2))
             if q["amsgrad"] else {},
+            instant="the state that amsgrad keeps.",
         ),
         Mistake(
             "no-master-copy",
@@ -176,6 +179,7 @@ class OptimiserStateProblem(Problem):
             "weights beside m and v, K = 4 + 4 + 4 = 12 bytes per parameter.",
             lambda q: _only(("adam_bytes_per_param", "optimizer_bytes", "optimizer_bytes_expr"),
                             _answers(q, adam_bytes=8)) if q["precision"] == "mixed" else {},
+            instant="the fp32 master copy of the weights.",
         ),
         Mistake(
             "master-copy-in-fp32",
@@ -183,6 +187,7 @@ class OptimiserStateProblem(Problem):
             "second copy, and Adam's state is m and v, 8 bytes per parameter.",
             lambda q: _only(("adam_bytes_per_param", "optimizer_bytes", "optimizer_bytes_expr"),
                             _answers(q, adam_bytes=12)) if q["precision"] == "fp32" else {},
+            instant="the precision this run's weights already have.",
         ),
         *byte_unit_slips(lambda q: {"optimizer_bytes": _answers(q)["optimizer_bytes"]}),
     )

@@ -145,24 +145,28 @@ class LRScheduleProblem(Problem):
             "the warmup was indexed from 1, η_max·(t + 1)/W; in this chapter step 0 has learning "
             "rate 0 and the peak is first reached at step W.",
             lambda q: _answers(q, warmup_offset=1),
+            instant="how the warmup counts its steps.",
         ),
         Mistake(
             "cosine-to-zero",
             "the cosine was taken down to zero; it ends at the floor η_min, so the swing is "
             "(η_max − η_min), not η_max.",
             lambda q: _only(("lr_at_steps", "lr_probe"), _answers(q, to_zero=True)),
+            instant="the floor the cosine decays to.",
         ),
         Mistake(
             "cosine-from-step-zero",
             "the cosine's phase was counted from step 0; it starts where the warmup ends, "
             "(t − W)/(n_steps − W).",
             lambda q: _only(("lr_at_steps", "lr_probe"), _answers(q, from_zero=True)),
+            instant="where the cosine's phase starts.",
         ),
         Mistake(
             "cosine-past-the-end",
             "the cosine was continued past step n_steps, where it rises again (as CosineAnnealingLR "
             "does past T_max); after n_steps the schedule stays at the floor η_min.",
             lambda q: _only(("lr_at_steps", "lr_probe"), _answers(q, periodic=True)),
+            instant="the learning rate once the decay has ended.",
         ),
     )
 

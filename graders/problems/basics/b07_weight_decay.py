@@ -98,7 +98,9 @@ def _without_lr(q):
 
 
 def _peak_throughout(q):
-    peak, wd, _, _, steps = _read(q)
+    peak, wd, warmup, start, steps = _read(q)
+    if start >= warmup:   # the idle stretch lies past the warmup: the peak is in force throughout
+        return {}
     return {"decay_factor": (1.0 - peak * wd) ** steps}
 
 
@@ -141,24 +143,28 @@ class WeightDecayProblem(Problem):
             "the shrink was taken as (1 - weight_decay) per step; AdamW multiplies by "
             "(1 - lr * weight_decay), so the learning rate scales the pull.",
             _without_lr,
+            instant="the learning rate's part in AdamW's decay.",
         ),
         Mistake(
             "schedule-ignored",
             "the peak learning rate was used on every idle step; AdamW decays with the learning "
             "rate in force at each step, which is smaller during warmup.",
             _peak_throughout,
+            instant="the learning rate in force at each idle step.",
         ),
         Mistake(
             "added-not-multiplied",
             "the per-step pulls were added (1 - sum of lr_t * weight_decay); decay multiplies the "
             "weight by a factor each step, so the factors compound.",
             _not_compounded,
+            instant="how the shrinks of successive steps combine.",
         ),
         Mistake(
             "e-folding-not-halving",
             "this is the e-folding time 1/(lr * weight_decay); the question asks when the "
             "weight has lost half, a factor of 2, not a factor of e.",
             _e_folding,
+            instant="the level of decay the question names.",
         ),
     )
 

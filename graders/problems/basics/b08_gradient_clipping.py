@@ -110,28 +110,33 @@ class GradientClippingProblem(Problem):
             "the per-tensor norms were added; the global norm is the square root of the sum of "
             "their squares, the norm of all gradients laid end to end.",
             lambda q: _answers(q, combine=math.fsum),
+            instant="how the tensors' norms combine into one global norm.",
         ),
         Mistake(
             "per-tensor-threshold",
             "a step was called clipped when one tensor's norm passed the threshold; torch "
             "compares the global norm of all tensors together with max_norm.",
             _per_tensor,
+            instant="what torch compares with max_norm.",
         ),
         Mistake(
             "squared-norm",
             "the square root was left off: the sum of squared norms is the squared global norm.",
             lambda q: _answers(q, combine=lambda norms: math.fsum(n * n for n in norms)),
+            instant="the definition of the Euclidean norm itself.",
         ),
         Mistake(
             "coefficient-not-clamped",
             "the coefficient was not capped at 1; clip_grad_norm_ never scales a gradient up, "
             "so on ordinary steps it multiplies by exactly 1.",
             lambda q: {"clip_coefficients": _answers(q, clamp=False)["clip_coefficients"]},
+            instant="what clip_grad_norm_ does on an ordinary step.",
         ),
         Mistake(
             "one-based-steps",
             "the step indices look 1-based; the first step is index 0.",
             lambda q: {"clipped_steps": [i + 1 for i in _answers(q)["clipped_steps"]]},
+            instant="how the steps are indexed.",
         ),
     )
 

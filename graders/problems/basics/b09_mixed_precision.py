@@ -131,6 +131,10 @@ def _truncate(q):
 
 def _overflow_above_max(q):
     values, _, _ = _read(q)
+    # no value lies between fp16's largest finite number and the point where the cast rounds to
+    # inf (65520): the variant has nothing the rounding at the top of the range could decide
+    if not any(FP16["max"] < abs(to_float32(v)) < 65520.0 for v in values):
+        return {}
     return {"fp16_survivors": [i for i in survivors(values, cast_fp16)
                                if abs(to_float32(values[i])) <= FP16["max"]]}
 
@@ -193,41 +197,48 @@ class MixedPrecisionProblem(Problem):
             "values below the smallest normal number were counted as lost; the cast keeps "
             "subnormals, which reach several powers of two further down.",
             _flush_subnormals,
+            instant="the subnormal numbers of each format.",
         ),
         Mistake(
             "truncate-not-round",
             "every value below the smallest subnormal was counted as lost; the cast rounds to "
             "nearest, so a value more than half-way up to it becomes the smallest subnormal.",
             _truncate,
+            instant="how the cast rounds values at the edge of the subnormal range.",
         ),
         Mistake(
             "overflow-above-max",
             "every value above 65504 was counted as overflowing; the cast rounds first, and "
             "only values from 65520 up round to infinity.",
             _overflow_above_max,
+            instant="how the cast rounds values at the edge of fp16's finite range.",
         ),
         Mistake(
             "fp16-range-for-bf16",
             "fp16's range was used for bf16; bf16 has 8 exponent bits, the range of fp32, so it "
             "keeps far smaller and far larger values.",
             lambda q: {"bf16_survivors": _answers(q)["fp16_survivors"]},
+            instant="the exponent range of bf16.",
         ),
         Mistake(
             "weights-halved",
             "the weights were counted as if they became 16-bit; autocast keeps them in fp32 and "
             "adds a 16-bit copy of each, so the weights cost memory rather than save it.",
             lambda q: {"bytes_saved": 2 * _read(q)[2] + 2 * _read(q)[1]},
+            instant="what autocast does to the fp32 parameters.",
         ),
         Mistake(
             "weight-copies-forgotten",
             "the 16-bit copies of the weights that autocast makes, and backward keeps, were "
             "left out of the account.",
             lambda q: {"bytes_saved": 2 * _read(q)[2]},
+            instant="the copies of the weights that autocast casts for the matmuls.",
         ),
         Mistake(
             "bits-not-bytes",
             "this looks like a count of bits; the unit is bytes (a 16-bit value is 2 bytes).",
             lambda q: {"bytes_saved": 8 * (2 * _read(q)[2] - 2 * _read(q)[1])},
+            instant="the unit a memory count is stated in.",
         ),
         *byte_unit_slips(lambda q: {"bytes_saved": _answers(q)["bytes_saved"]}),
     )

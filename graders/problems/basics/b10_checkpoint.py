@@ -114,7 +114,9 @@ def _everything_in_memory(q):
 
 
 def _no_step_tensors(q):
-    _, (states, _), _, layers = _read(q)
+    _, (states, has_step), _, layers = _read(q)
+    if not has_step:   # SGD with momentum keeps no step counter: there is none to leave out
+        return {}
     tiny_n, tiny_tensors = tiny_counts(layers)
     return {"tiny_payload_bytes": payload(tiny_n, tiny_tensors, states, False)}
 
@@ -157,33 +159,38 @@ class CheckpointProblem(Problem):
     mistakes = (
         Mistake(
             "weights-only",
-            "only the weights were counted; resuming also needs the optimizer's state, which "
-            "for Adam is twice the weights again.",
+            "only the weights were counted; resuming also needs the optimizer's state: two fp32 "
+            "values per weight for AdamW and for RMSprop with momentum, one for SGD with momentum.",
             _weights_only,
+            instant="the optimiser's part of a checkpoint.",
         ),
         Mistake(
             "model-and-optimizer-only",
             "weights and optimizer state alone do not resume a run: the schedule, the random "
             "streams and the place in the data must come back too.",
             _model_and_optimizer,
+            instant="what resuming a run exactly requires.",
         ),
         Mistake(
             "everything-in-memory",
             "gradients, saved activations and the 16-bit weight copy were included; between "
             "steps the first two do not exist and the third is a cast of the fp32 weights.",
             _everything_in_memory,
+            instant="what exists between steps, when a checkpoint is taken.",
         ),
         Mistake(
             "scaler-rule-reversed",
             "the GradScaler belongs to fp16 training: its loss scale must be saved with fp16, "
             "and bf16 needs no loss scaling.",
             _scaler_rule_reversed,
+            instant="which precision needs loss scaling.",
         ),
         Mistake(
             "step-tensors-forgotten",
             "the optimizer's per-tensor `step` counters were left out; torch keeps each as a "
             "0-dim float32 tensor, 4 bytes per parameter tensor.",
             _no_step_tensors,
+            instant="the optimiser's per-tensor step counters.",
         ),
         *byte_unit_slips(lambda q: {"checkpoint_bytes": _answers(q)["checkpoint_bytes"]},
                          what="the size"),

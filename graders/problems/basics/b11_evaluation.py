@@ -98,7 +98,10 @@ class EvaluationProblem(Problem):
             "mean-over-bytes",
             "the summed loss was divided by the number of bytes; the mean NLL is per token, "
             "and bytes enter only in the conversion to bits per byte.",
-            lambda q: _answers(q, per=lambda tokens, nbytes: nbytes),
+            # a character-level model has one token per byte: no other count to average over
+            lambda q: {} if _read(q)[1] == _read(q)[2]
+            else _answers(q, per=lambda tokens, nbytes: nbytes),
+            instant="what the mean NLL is a mean of.",
         ),
         Mistake(
             "nats-not-bits",
@@ -106,24 +109,30 @@ class EvaluationProblem(Problem):
             "count bits.",
             lambda q: {k: v for k, v in _answers(q, log_base=1.0).items()
                        if k in ("bits_per_token", "bits_per_byte")},
+            instant="the unit of information the loss is measured in.",
         ),
         Mistake(
             "perplexity-base-2",
             "perplexity was taken as 2 to the power of the loss; the loss is in nats, so "
             "perplexity is e to that power (or 2 to the bits per token).",
             lambda q: {"perplexity": 2.0 ** _answers(q)["mean_nll"]},
+            instant="the logarithm's base behind perplexity.",
         ),
         Mistake(
             "ratio-inverted",
             "the token/byte ratio is upside down: bits per byte multiplies the bits per token "
             "by tokens/bytes, which is below 1 for a subword tokenizer.",
-            lambda q: {"bits_per_byte": _read(q)[2] / _read(q)[1] * _answers(q)["bits_per_token"]},
+            # one token per byte: the ratio is one whichever way up it is taken
+            lambda q: {} if _read(q)[1] == _read(q)[2]
+            else {"bits_per_byte": _read(q)[2] / _read(q)[1] * _answers(q)["bits_per_token"]},
+            instant="how bits per token become bits per byte.",
         ),
         Mistake(
             "gap-sign",
             "the gap has the wrong sign; take the held-out loss minus the training loss, "
             "positive when the model does better on its training text.",
             lambda q: {"loss_gap": -_answers(q)["loss_gap"]},
+            instant="how the generalisation gap is defined.",
         ),
     )
 

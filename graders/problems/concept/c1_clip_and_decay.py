@@ -154,30 +154,35 @@ class ClipAndDecayConcept(Problem):
             "one-based-steps",
             "the step indices look 1-based; the first bar of the figure is step 0.",
             lambda q: {"clipped_steps": [i + 1 for i in _answers(q)["clipped_steps"]]},
+            instant="how the steps of the figure are numbered.",
         ),
         Mistake(
             "coefficient-not-clamped",
             "the coefficient was not clamped at 1, which would scale every ordinary step up to "
             "the threshold; clipping never enlarges a gradient, so ordinary bars keep their height.",
             _not_clamped,
+            instant="what clipping does to a gradient whose norm is within the threshold.",
         ),
         Mistake(
             "decay-without-learning-rate",
             "the per-step pull was taken as weight_decay alone; AdamW multiplies each parameter "
             "by (1 - lr * weight_decay), so the learning rate scales the pull.",
             _decay_without_lr,
+            instant="the part the learning rate plays in AdamW's decoupled decay.",
         ),
         Mistake(
             "decay-only-when-clipping",
             "decay was applied only on the steps where clipping acted; decay does not look at "
             "the gradient at all and pulls on every step.",
             _decay_with_clipping,
+            instant="which steps the weight decay acts on.",
         ),
         Mistake(
             "factor-not-shrink",
             "these are the remaining factors (1 - lr * weight_decay)**t; the question asks for "
             "the fraction removed, one minus that factor.",
             _factor_not_shrink,
+            instant="which quantity of the decay the question asks for.",
         ),
     )
 

@@ -207,41 +207,48 @@ class NumberLineConcept(Problem):
             "values below fp16's smallest normal number were treated as lost; the format keeps "
             "subnormals, so the floor lies ten binades lower, at 2^-24.",
             _with_caster(_flush_below_normal, _LOST_KEYS),
+            instant="the subnormal numbers fp16 keeps.",
         ),
         Mistake(
             "truncate-not-round",
             "every value below the smallest subnormal was treated as lost; the cast rounds to "
             "nearest, so a value more than half-way up to 2^-24 is kept.",
             _with_caster(_truncate_below_subnormal, _LOST_KEYS),
+            instant="how the cast rounds a value near fp16's smallest subnormal.",
         ),
         Mistake(
             "fp16-floor-for-bf16",
             "fp16's floor was used for bfloat16; bf16 has eight exponent bits, fp32's range, and "
             "its floor lies more than a hundred binades lower.",
             _fp16_for_bf16,
+            instant="the exponent width of bfloat16.",
         ),
         Mistake(
             "window-moves-up",
             "the window was moved the wrong way; multiplying the gradients by 2^k lifts them, so "
             "the window of *unscaled* exponents that survive moves down by k.",
             _window_moves_up,
+            instant="how a loss scale relates scaled and unscaled exponents.",
         ),
         Mistake(
             "window-from-normal-floor",
             "the window starts at the smallest normal exponent; subnormals survive too, so the "
             "bottom of the window is set by the smallest subnormal.",
             _window_from_normal_floor,
+            instant="which number sets the bottom edge of fp16's window.",
         ),
         Mistake(
             "largest-not-smallest",
             "this is the largest scale that keeps the biggest value finite; the question asks "
             "for the smallest scale that already saves the required share.",
             _largest_not_smallest,
+            instant="the condition the question puts on the scale it asks for.",
         ),
         Mistake(
             "percent-not-fraction",
             "the share looks like a percentage; give a fraction between 0 and 1.",
             _percent,
+            instant="the form in which the question asks for a share.",
         ),
     )
 

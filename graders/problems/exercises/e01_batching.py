@@ -127,6 +127,7 @@ class BatchingProblem(Problem):
             "number of batches per epoch down, not up.",
             lambda q: {k: v for k, v in _answers(q, drop_partial=False).items()
                        if k in ("steps_per_epoch", "total_steps")},
+            instant="what the loader does with a batch it cannot fill.",
         ),
         Mistake(
             "accumulation-ignores-devices",
@@ -136,27 +137,47 @@ class BatchingProblem(Problem):
             lambda q: {"accumulation_steps": _count(q, "B") // _count(q, "micro_batch"),
                        "accumulation_expr": sympy.Symbol("B", positive=True)
                        / sympy.Symbol("b", positive=True)},
+            instant="the data-parallel devices that share each accumulation round.",
         ),
         Mistake(
             "micro-batch-tokens",
             "the tokens of one micro-batch (one forward pass on one device) were counted, "
             "not the tokens of the whole optimiser step (B sequences of T tokens).",
-            lambda q: {"tokens_per_step": _count(q, "micro_batch") * _count(q, "T")},
+            lambda q: _if_micro_batch_smaller(q, lambda: {
+                "tokens_per_step": _count(q, "micro_batch") * _count(q, "T")}),
+            instant="what one optimiser step consumes across all devices and passes.",
         ),
         Mistake(
             "counted-micro-steps",
             "forward/backward passes were counted as steps; the optimiser steps once per B "
             "sequences, after all the accumulated micro-batches.",
-            lambda q: {k: v for k, v in _answers(q, micro_steps=True).items()
-                       if k in ("steps_per_epoch", "total_steps")},
+            lambda q: _if_accumulating(q, lambda: {
+                k: v for k, v in _answers(q, micro_steps=True).items()
+                if k in ("steps_per_epoch", "total_steps")}),
+            instant="which event counts as an optimiser step.",
         ),
         Mistake(
             "pooled-epochs",
             "the partial batch was dropped once for the whole run; it is dropped at the end "
             "of every epoch, so the total is epochs times the steps of one epoch.",
-            lambda q: {"total_steps": _answers(q, pooled_epochs=True)["total_steps"]},
+            # a one-epoch run drops its partial batch once either way: nothing to pool
+            lambda q: {} if _count(q, "epochs") == 1
+            else {"total_steps": _answers(q, pooled_epochs=True)["total_steps"]},
+            instant="where each epoch ends.",
         ),
     )
+
+
+def _if_micro_batch_smaller(q, wrong):
+    """`wrong()` where one micro-batch is a proper part of the batch; {} where one device's
+    single pass is the whole batch (micro_batch == B: no smaller unit to count instead)."""
+    return {} if _count(q, "micro_batch") == _count(q, "B") else wrong()
+
+
+def _if_accumulating(q, wrong):
+    """`wrong()` where a step takes several rounds of passes; {} where one round of P passes
+    is the step (micro_batch * P == B: no accumulation, passes and steps coincide)."""
+    return {} if _count(q, "micro_batch") * _count(q, "P") == _count(q, "B") else wrong()
 
 
 PROBLEM = BatchingProblem()

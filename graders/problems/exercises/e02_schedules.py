@@ -111,6 +111,7 @@ class SchedulesProblem(Problem):
             "(η_max − η_min), not η_max.",
             lambda q: _only(("lr_cosine", "area_cosine", "cosine_expr"),
                             _answers(q, cos_kw={"to_zero": True}, expr_kw={"to_zero": True})),
+            instant="where the cosine ends.",
         ),
         Mistake(
             "cosine-from-step-zero",
@@ -118,6 +119,7 @@ class SchedulesProblem(Problem):
             "(t − W)/(n_steps − W).",
             lambda q: _only(("lr_cosine", "area_cosine", "cosine_expr"),
                             _answers(q, cos_kw={"from_zero": True}, expr_kw={"from_zero": True})),
+            instant="the step at which the cosine's phase begins.",
         ),
         Mistake(
             "warmup-from-one",
@@ -125,17 +127,20 @@ class SchedulesProblem(Problem):
             "exercise defines it as η_max·t/W, which is 0 at step 0.",
             lambda q: _only(("lr_cosine", "lr_wsd", "area_cosine", "area_wsd"),
                             _answers(q, cos_kw={"warmup_offset": 1}, wsd_kw={"warmup_offset": 1})),
+            instant="how this exercise indexes the warmup steps.",
         ),
         Mistake(
             "wsd-to-zero",
             "the WSD decay was taken down to zero; it ends at the floor η_min at step n_steps.",
             lambda q: _only(("lr_wsd", "area_wsd"), _answers(q, wsd_kw={"to_zero": True})),
+            instant="where the WSD decay ends.",
         ),
         Mistake(
             "wsd-without-warmup",
             "the WSD schedule was held at the peak from step 0; it has the same linear warmup "
             "as the cosine schedule.",
             lambda q: _only(("lr_wsd", "area_wsd"), _answers(q, wsd_kw={"no_warmup": True})),
+            instant="how the WSD schedule begins.",
         ),
     )
 

@@ -142,6 +142,7 @@ class WeightDecayProblem(Problem):
             "(1 − ηλ): the decay is scaled by the learning rate.",
             lambda q: {k: v for k, v in _answers(q, decay_without_lr=True).items()
                        if k != "l2_first_step"},
+            instant="how torch.optim.AdamW scales its decay.",
         ),
         Mistake(
             "linear-not-compound",
@@ -150,12 +151,14 @@ class WeightDecayProblem(Problem):
             lambda q: {"shrink_factor": 1 - _read(q)[0] * _read(q)[1] * _read(q)[2],
                        "shrink_expr": 1 - sympy.Symbol("eta", positive=True)
                        * sympy.Symbol("lambda", positive=True) * sympy.Symbol("t", positive=True)},
+            instant="what each step's decay acts on.",
         ),
         Mistake(
             "half-life",
             "that is a half-life (ln 2 / (ηλ)); the timescale asked for is the e-folding time "
             "1/(ηλ).",
             lambda q: {"timescale_steps": math.log(2) / (_read(q)[0] * _read(q)[1])},
+            instant="which timescale the question defines.",
         ),
         Mistake(
             "continuous-approximation",
@@ -164,18 +167,21 @@ class WeightDecayProblem(Problem):
             lambda q: {"shrink_expr": sympy.exp(-sympy.Symbol("eta", positive=True)
                                                 * sympy.Symbol("lambda", positive=True)
                                                 * sympy.Symbol("t", positive=True))},
+            instant="the discrete steps the optimiser takes.",
         ),
         Mistake(
             "l2-same-as-decoupled",
             "an L2 penalty inside Adam was treated like decoupled decay; its gradient λθ is "
             "divided by Adam's √v̂ like any other gradient, which changes the size of the step.",
             lambda q: {"l2_first_step": _read(q)[0] * _read(q)[1]},
+            instant="what Adam's normalisation does to a penalty's gradient.",
         ),
         Mistake(
             "adam-not-adamw",
             "this is what torch.optim.Adam(weight_decay=λ) gives: an L2 penalty, not decoupled "
             "decay. Use torch.optim.AdamW.",
             lambda q: {"adamw_factor": adam_l2_value(_read(q)[0], _read(q)[1], torch_steps(q))},
+            instant="which optimiser class applies decoupled decay.",
         ),
     )
 

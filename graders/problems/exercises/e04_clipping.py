@@ -202,29 +202,34 @@ class ClippingProblem(Problem):
             "the per-tensor norms were added; the global norm is the square root of the sum of "
             "their squares (the norm of all gradients laid end to end).",
             _mistake("sum-of-norms", ("total_norm", "clip_coef", "clip_coef_expr", "clip_probe")),
+            instant="how per-tensor norms combine into one global norm.",
         ),
         Mistake(
             "squared-norm",
             "the square root was left off: the sum of squares is the squared norm, not the norm.",
             _mistake("squared-norm", ("total_norm", "clip_coef", "clip_coef_expr", "clip_probe")),
+            instant="the difference between a norm and a sum of squares.",
         ),
         Mistake(
             "no-clamp",
             "the coefficient was not capped at 1, so gradients under the threshold were scaled up; "
             "clipping may only shrink a step.",
             _mistake("no-clamp", ("clip_coef", "clip_probe")),
+            instant="what clipping does to gradients already within the threshold.",
         ),
         Mistake(
             "per-tensor",
             "each tensor was clipped by its own norm; global clipping rescales all of them by one "
             "common coefficient, which keeps the update's direction.",
             _mistake("per-tensor", ("clip_coef_expr", "clip_probe")),
+            instant="the single coefficient shared by every tensor.",
         ),
         Mistake(
             "by-value",
             "each entry was clamped to [-max_norm, max_norm] (clip_grad_value_); clip_grad_norm_ "
             "rescales whole gradients by their global norm.",
             _mistake("by-value", ("clip_probe",)),
+            instant="which torch clipping function the question describes.",
         ),
     )
 

@@ -162,35 +162,41 @@ class LossScalingProblem(Problem):
             "the trajectory holds the scale after each step's update; the step runs with the scale "
             "in force before it, and the update only affects the next step.",
             _mistake("after-update"),
+            instant="which scale a step runs with.",
         ),
         Mistake(
             "tracker-not-reset",
             "the growth counter kept counting across an overflow; GradScaler grows only after "
             "growth_interval consecutive clean steps, so an overflow sets the counter back to 0.",
             _mistake("tracker-not-reset"),
+            instant="what an overflow does to the growth counter.",
         ),
         Mistake(
             "late-growth",
             "the scale grew one step late; it grows on the update that ends the growth_interval-th "
             "consecutive clean step, so the next step already runs at the larger scale.",
             _mistake("late-growth", {"skip_fraction_expr": 1 / (_N_GROWTH + 2)}),
+            instant="the step on which the scale grows.",
         ),
         Mistake(
             "no-reset-after-growth",
             "after a growth the counter was not set back to 0, so the scale kept growing on every "
             "clean step; each growth needs a fresh run of growth_interval clean steps.",
             _mistake("no-reset-after-growth"),
+            instant="what the growth counter does once the scale grows.",
         ),
         Mistake(
             "one-based",
             "the skipped steps were numbered from 1; steps are counted from 0, like the entries "
             "of the overflow list.",
             lambda q: {"skipped_steps": [i + 1 for i, o in enumerate(q["overflow"]) if o]},
+            instant="how the steps are numbered.",
         ),
         Mistake(
             "cycle-without-skip",
             "the skipped step itself was left out when counting the length of one cycle.",
             lambda q: {"skip_fraction_expr": 1 / _N_GROWTH},
+            instant="the skipped step's place in a cycle.",
         ),
     )
 

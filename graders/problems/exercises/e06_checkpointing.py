@@ -89,9 +89,12 @@ class CheckpointingProblem(Problem):
         # GPT-3 175B on 2048 nodes (16,384 GPUs): Kokolis et al.'s 1.8-hour projection
         "C": {"N": 175_000_000_000, "bytes_per_param": 14, "write_bandwidth": 100e9,
               "n_nodes": 2048, "failure_rate": 6.50e-3},
-        # a 405B model on 16,384 nodes (131,072 GPUs) saved by one rank at 2 GB/s
-        "D": {"N": 405_000_000_000, "bytes_per_param": 12, "write_bandwidth": 2e9,
-              "n_nodes": 16384, "failure_rate": 6.50e-3},
+        # Llama 3 405B on 16,384 H100 (2,048 nodes): 419 unexpected interruptions in a 54-day
+        # snapshot, 419 / (54 x 2048) = 3.79e-3 per node-day; checkpoints written to Tectonic at
+        # its sustained 2 TB/s (Llama Team, "The Llama 3 Herd of Models", 2024, sections 3.3.1
+        # and 3.3.4)
+        "D": {"N": 405_000_000_000, "bytes_per_param": 12, "write_bandwidth": 2e12,
+              "n_nodes": 2048, "failure_rate": 3.79e-3},
     }
     checks = {
         "interval_expr": Expr(symbols=SYMBOLS),
@@ -113,42 +116,65 @@ class CheckpointingProblem(Problem):
                                                   "n_nodes", "failure_rate"))
         return _answers(n, b, w, job_mtbf(nodes, rate))
 
+    def breakdown(self, params):
+        """Where the model's own assumptions fail: Young (1974) and Daly (2006, section 3)
+        assume a write much shorter than the MTBF. A first-order waste share above 1, or an
+        interval shorter than one checkpoint write, is a job that cannot progress."""
+        n, b, w, nodes, rate = _positive(params, ("N", "bytes_per_param", "write_bandwidth",
+                                                  "n_nodes", "failure_rate"))
+        answers = _answers(n, b, w, job_mtbf(nodes, rate))
+        delta, tau = answers["write_seconds"], answers["young_interval_seconds"]
+        reasons = []
+        if answers["waste_fraction"] > 1:
+            reasons.append(f"the first-order waste share is {answers['waste_fraction']:.3g}, above 1: "
+                           f"the job loses more time than it runs")
+        if tau < delta:
+            reasons.append(f"Young's interval ({tau:,.0f} s) is shorter than one checkpoint "
+                           f"write ({delta:,.0f} s)")
+        return reasons
+
     mistakes = (
         Mistake(
             "one-node-mtbf",
             "the job's MTBF looks like one node's: a job fails when any of its nodes fails, "
             "so the failure rates of all its nodes add up.",
             lambda q: _downstream(q, SECONDS_PER_DAY / q["failure_rate"]),
+            instant="what stops a job that runs on many nodes.",
         ),
         Mistake(
             "rate-per-gpu",
             "the rate was applied per GPU; Kokolis et al.'s rate is per node (8 GPUs), "
             "so multiply it by the node count, not the GPU count.",
             lambda q: _downstream(q, job_mtbf(q["n_nodes"] * GPUS_PER_NODE, q["failure_rate"])),
+            instant="which unit Kokolis et al.'s failure rate counts.",
         ),
         Mistake(
             "mtbf-in-days",
             "the MTBF was left in days; the rate is per node-day, and every time in this "
             "problem is in seconds (86,400 to a day).",
             lambda q: _downstream(q, 1 / (q["n_nodes"] * q["failure_rate"])),
+            instant="the time unit of the failure rate and of every answer.",
         ),
         Mistake(
             "young-without-2",
             "Young's interval lost its factor 2: minimising delta/tau + tau/(2 Theta) "
             "gives tau = sqrt(2 delta Theta).",
             lambda q: _young_without_2(q),
+            instant="the redone-work term, carried intact through the minimisation.",
         ),
         Mistake(
             "daly-without-minus-delta",
             "Daly's interval is the bracketed series times sqrt(2 delta Theta) minus delta; "
             "the final - delta was left out.",
             lambda q: _daly_plus_delta(q),
+            instant="every term of Daly's interval.",
         ),
         Mistake(
             "lose-whole-interval",
             "the waste counted a whole interval redone per failure; failures land uniformly "
             "inside an interval, so on average half of it (tau/2) is lost.",
             lambda q: _whole_interval(q),
+            instant="where, on average, a failure lands inside an interval.",
         ),
         *byte_unit_slips(lambda q: {"checkpoint_bytes": q["N"] * q["bytes_per_param"]},
                          what="the checkpoint size"),

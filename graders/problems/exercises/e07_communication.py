@@ -92,10 +92,11 @@ SYSTEMS = {
           "device_memory_bytes": hardware.H200.memory_bytes,
           "nodes": 16, "devices_per_node": 8, "tensor_parallel": 1,
           "layout": "one stage per node; data parallelism over NVLink (ring) inside the node"},
-    "D": {"model": "GPT-3 175B", "model_params": 175_000_000_000, "device": hardware.H200.name,
-          "device_memory_bytes": hardware.H200.memory_bytes,
-          "nodes": 32, "devices_per_node": 8, "tensor_parallel": 1,
-          "layout": "32 stages of 3 layers, one per node; data parallelism over NVLink SHARP"},
+    "D": {"model": "GPT-3 175B", "model_params": 175_000_000_000, "device": hardware.A100.name,
+          "device_memory_bytes": hardware.A100.memory_bytes,
+          "nodes": 48, "devices_per_node": 8, "tensor_parallel": 1,
+          "layout": "48 stages of 2 layers, one per node; data parallelism over NVLink (ring; "
+                    "A100's NVSwitch does no reduction) inside the node"},
 }
 ADAM_STATE_BYTES = 12     # fp32 master weights, momentum and variance (ZeRO section 3.1)
 
@@ -130,9 +131,11 @@ class CommunicationProblem(Problem):
         # 70B on 16 nodes of 8 H200: FP8 weight all-gather, fp32 gradients; 16 stages, 64 micro-batches
         "C": {"N": 4_375_000_000, "bytes_per_grad": 4, "weight_bytes": 1, "P": 8,
               "bus_bandwidth": 370e9, "stages": 16, "microbatches": 64},
-        # GPT-3 175B on 32 nodes of 8 H200: fp32 weights, bf16 gradient reduction; 32 stages
-        "D": {"N": 5_468_750_000, "bytes_per_grad": 2, "weight_bytes": 4, "P": 8,
-              "bus_bandwidth": 480e9, "stages": 32, "microbatches": 128},
+        # GPT-3 175B on 48 nodes of 8 A100: bf16 weights and bf16 gradient reduction
+        # (MixedPrecisionPolicy(param_dtype=reduce_dtype=torch.bfloat16)); the ring runs over
+        # NVLink, whose A100 switches only forward; 48 stages, 192 micro-batches
+        "D": {"N": 3_645_833_333, "bytes_per_grad": 2, "weight_bytes": 2, "P": 8,
+              "bus_bandwidth": 230e9, "stages": 48, "microbatches": 192},
     }
     checks = {
         "bubble_expr": Expr(symbols=SYMBOLS),
@@ -159,18 +162,21 @@ class CommunicationProblem(Problem):
             "only one of the all-reduce's two phases was counted: a ring all-reduce is a "
             "reduce-scatter followed by an all-gather, each moving (P-1)/P of the data.",
             lambda q: _allreduce(q, (q["P"] - 1) / q["P"] * q["N"] * q["bytes_per_grad"]),
+            instant="the phases of a ring all-reduce.",
         ),
         Mistake(
             "no-ring-discount",
             "the factor (P-1)/P was dropped: each device already holds its own 1/P share, "
             "so it sends 2(P-1)/P of the data, not twice all of it.",
             lambda q: _allreduce(q, 2 * q["N"] * q["bytes_per_grad"]),
+            instant="the chunk each device already holds and never sends.",
         ),
         Mistake(
             "busbw-as-algbw",
             "the time divides the message size by the bus bandwidth as if it were the "
             "algorithm bandwidth; nccl-tests' busbw already includes the 2(P-1)/P factor.",
             lambda q: {"allreduce_seconds": q["N"] * q["bytes_per_grad"] / q["bus_bandwidth"]},
+            instant="how nccl-tests defines bus bandwidth.",
         ),
         Mistake(
             "zero-same-as-dp",
@@ -178,6 +184,7 @@ class CommunicationProblem(Problem):
             "also gathers the parameters, in the forward and again in the backward pass.",
             lambda q: {"zero3_volume_ratio": 1.0}
             if 2 * q["weight_bytes"] + q["bytes_per_grad"] != 2 * q["bytes_per_grad"] else {},
+            instant="the parameter gathers of ZeRO's final stage.",
         ),
         Mistake(
             "psi-units-not-bytes",
@@ -186,12 +193,14 @@ class CommunicationProblem(Problem):
             "weight_bytes, gradients at bytes_per_grad.",
             lambda q: {"zero3_volume_ratio": 1.5}
             if q["weight_bytes"] != q["bytes_per_grad"] else {},
+            instant="the width of the values each collective moves.",
         ),
         Mistake(
             "one-parameter-gather",
             "only one parameter all-gather was counted; stage 3 frees each layer's gathered "
             "parameters after its forward and gathers them again for its backward.",
             lambda q: _one_gather(q),
+            instant="what ZeRO's final stage does with gathered parameters between the forward and backward passes.",
         ),
         Mistake(
             "narayanan-bubble",
@@ -200,11 +209,13 @@ class CommunicationProblem(Problem):
             lambda q: {"bubble_fraction": (q["stages"] - 1) / q["microbatches"],
                        "bubble_expr": (sympy.Symbol("n_stages", positive=True) - 1)
                        / sympy.Symbol("n_micro", positive=True)},
+            instant="which time the bubble is measured against.",
         ),
         Mistake(
             "busy-share",
             "that is the busy share of the pipeline, n_micro/(n_micro+n_stages-1); the bubble is the idle share.",
             lambda q: {"bubble_fraction": 1 - gpipe_bubble(q["stages"], q["microbatches"])},
+            instant="which part of the pipeline's time the bubble names.",
         ),
         *byte_unit_slips(lambda q: {"allreduce_bytes_per_device":
                                     allreduce_bytes(q["N"], q["bytes_per_grad"], q["P"])}),

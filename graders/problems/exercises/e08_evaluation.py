@@ -167,6 +167,7 @@ class EvaluationProblem(Problem):
             "sequence are correlated, so the sequences are the units: divide by the square root of "
             "the number of sequences.",
             lambda q: {"standard_error": _stats(q)[3] / math.sqrt(q["tokens"])},
+            instant="which units are independent samples.",
         ),
         Mistake(
             "population-sd",
@@ -174,30 +175,35 @@ class EvaluationProblem(Problem):
             "estimated from the same data uses the sample standard deviation (dividing by n - 1).",
             lambda q: {k: v for k, v in _answers(q, ddof=0).items()
                        if k in ("standard_error", "sequences_needed")},
+            instant="which standard deviation an estimated mean's error bar uses.",
         ),
         Mistake(
             "nats-per-byte",
             "the loss was left in nats; bits per byte divides by ln 2 to turn nats into bits.",
             lambda q: {"bits_per_byte": q["tokens"] / q["bytes"] * _stats(q)[2],
                        "bpb_expr": _bpb("nats")},
+            instant="the unit of the loss and the unit of the answer.",
         ),
         Mistake(
             "bits-per-token",
             "this is bits per token: the tokens-per-byte ratio L_T / L_B was left out, and it is "
             "what makes the number comparable across tokenizers.",
             lambda q: {"bits_per_byte": _stats(q)[2] / math.log(2), "bpb_expr": _bpb("per-token")},
+            instant="what makes the number comparable across tokenizers.",
         ),
         Mistake(
             "inverted-ratio",
             "the ratio was inverted: multiply by tokens per byte (L_T / L_B), not bytes per token.",
             lambda q: {"bits_per_byte": q["bytes"] / q["tokens"] * _stats(q)[2] / math.log(2),
                        "bpb_expr": _bpb("inverted")},
+            instant="how many tokens the tokenizer spends on each byte.",
         ),
         Mistake(
             "mean-of-perplexities",
             "the per-sequence perplexities were averaged; perplexity is exp of the mean loss, and "
             "the mean of exps is larger (Jensen's inequality).",
             lambda q: {"perplexity": math.fsum(math.exp(v) for v in _stats(q)[0]) / len(q["seq_nll"])},
+            instant="how perplexity is defined from the loss.",
         ),
         Mistake(
             "halfwidth-not-squared",
@@ -205,11 +211,13 @@ class EvaluationProblem(Problem):
             "with its square.",
             lambda q: {"sequences_needed": math.ceil(q["z"] * _stats(q)[3] / q["halfwidth"]),
                        "sequences_expr": _needed("not-squared")},
+            instant="how the half-width shrinks with the number of sequences.",
         ),
         Mistake(
             "max-not-added-back",
             "the maximum was subtracted inside the exponentials but not added back outside the log.",
             lambda q: {"logsumexp_probe": [torch_logsumexp(x) - max(x) for (x,) in probe_calls(q)]},
+            instant="what happens to the shift once the log is taken.",
         ),
     )
 

@@ -115,23 +115,27 @@ class ChinchillaProblem(Problem):
             "this is the '20 tokens per parameter' rule of thumb (D = 20N), not the minimum of the "
             "fitted loss; with these constants the optimum has a different ratio.",
             _twenty_tokens,
+            instant="the minimum of the fitted loss, for these constants.",
         ),
         Mistake(
             "swapped-exponents",
             "the exponents are swapped: N_opt grows as (C/6)^(beta/(alpha+beta)) and D_opt as "
             "(C/6)^(alpha/(alpha+beta)); the larger of alpha and beta sends compute to the other factor.",
             lambda q: _answers(q, swap=True),
+            instant="which fitted exponent governs which of N and D.",
         ),
         Mistake(
             "no-six",
             "the budget was used as C = ND; training costs about 6 FLOPs per parameter per token, "
             "so the allocation is a function of C/6.",
             lambda q: _answers(q, six=False),
+            instant="the training FLOPs of one parameter on one token.",
         ),
         Mistake(
             "inverted-G",
             "G is upside down: G = (alpha*A/(beta*B))^(1/(alpha+beta)) multiplies N_opt and divides D_opt.",
             lambda q: _answers(q, invert_g=True),
+            instant="how the constant G enters N_opt and D_opt.",
         ),
     )
 

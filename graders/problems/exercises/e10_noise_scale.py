@@ -62,23 +62,27 @@ class NoiseScaleProblem(Problem):
             "the small-batch squared norm was used as |G|^2; it is biased upward by tr(Sigma)/B_small, "
             "so combine the two measurements to cancel the noise term.",
             lambda q: _changed(q, g2=lambda bs, bb, gs, gb: gs),
+            instant="the noise carried by the small-batch gradient's norm.",
         ),
         Mistake(
             "big-batch-as-exact",
             "the big-batch gradient was treated as the exact gradient; it still carries tr(Sigma)/B_big "
             "of noise, so both |G|^2 and tr(Sigma) come out biased.",
             lambda q: _changed(q, g2=lambda bs, bb, gs, gb: gb, trace=lambda bs, bb, gs, gb: bs * (gs - gb)),
+            instant="the noise carried by the big-batch gradient.",
         ),
         Mistake(
             "inverted-noise-scale",
             "the noise scale is noise over signal, tr(Sigma)/|G|^2 (a number of examples), not its inverse.",
             lambda q: _changed(q, b_simple=lambda t, g: g / t),
+            instant="what the noise scale measures, and in what unit.",
         ),
         Mistake(
             "swapped-ratios",
             "the two ratios are swapped: a batch above the noise scale saves steps but costs examples, "
             "so S/S_min = 1 + B_noise/B and E/E_min = 1 + B/B_noise.",
             lambda q: _changed(q, swap_ratios=True),
+            instant="which of steps and examples each ratio counts.",
         ),
     )
 

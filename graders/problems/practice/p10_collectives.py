@@ -521,6 +521,15 @@ def _wrong_kind(kind, keys):
     return functools.partial(_mistaken_answers, kind, keys)
 
 
+def _printed_k12(q):
+    """ZeRO's mixed-precision count (2+2+12 bytes a parameter) used as printed. It is a mistake
+    only in a run whose tensors are narrower than fp32: an fp32 run keeps 4+4+8 bytes a parameter
+    (no master copy, Adam's moments in fp32), the same 16 bytes, so there it cannot be made."""
+    if q["model_dtype"] == "float32":
+        return {}
+    return _mistaken_answers("mixed-precision-k12", ("stage3_formula_bytes",), q)
+
+
 class CollectivesProblem(Problem):
     id = "p10-collectives"
     title = "At scale, on a CPU: an all-reduce and a sharded model, measured"
@@ -575,17 +584,20 @@ class CollectivesProblem(Problem):
             "the ring's traffic was taken as twice the tensor's bytes; each rank sends only its share: "
             "P-1 chunks of 1/P of the tensor in the reduce-scatter and P-1 in the all-gather, 2(P-1)/P in all.",
             _wrong_kind("no-fraction", ("ring_formula_bytes", "bus_factor")),
+            instant="the share of the tensor each rank sends.",
         ),
         Mistake(
             "one-phase",
             "only one phase of the ring was counted; an all-reduce is a reduce-scatter followed by an "
             "all-gather, and each moves (P-1)/P of the tensor through every rank.",
             _wrong_kind("one-phase", ("ring_probe", "ring_sent_bytes", "ring_formula_bytes", "bus_factor")),
+            instant="the phases of a ring all-reduce.",
         ),
         Mistake(
             "whole-tensor",
             "the whole tensor was sent at every step; in a ring each step carries one chunk, 1/P of the tensor.",
             _wrong_kind("whole-tensor", ("ring_probe", "ring_sent_bytes", "ring_formula_bytes", "bus_factor")),
+            instant="what one step of the ring carries.",
         ),
         Mistake(
             "unsharded",
@@ -594,24 +606,28 @@ class CollectivesProblem(Problem):
             "global size, p.to_local() is what this rank holds.",
             _wrong_kind("unsharded", ("fsdp_probe", "param_bytes_per_rank", "grad_bytes_per_rank",
                                       "optim_bytes_per_rank", "stage3_formula_bytes")),
+            instant="the shard of each parameter that a rank holds.",
         ),
         Mistake(
             "elements",
             "elements were counted, not bytes; multiply each tensor's numel() by its element_size().",
             _wrong_kind("elements", ("fsdp_probe", "param_bytes_per_rank", "grad_bytes_per_rank",
                                      "optim_bytes_per_rank")),
+            instant="what a byte count measures.",
         ),
         Mistake(
             "adam-step",
             "Adam's step counters were counted as optimiser state; count its two moments, exp_avg and "
             "exp_avg_sq (the step is one number per tensor, not per parameter).",
             _wrong_kind("adam-step", ("fsdp_probe", "optim_bytes_per_rank")),
+            instant="which of Adam's state tensors are kept per parameter.",
         ),
         Mistake(
             "mixed-precision-k12",
             "ZeRO's mixed-precision count (2+2+12 bytes per parameter) was used as printed; this run keeps "
             "every tensor in one dtype and no fp32 master copy, so a parameter costs e+e+2e bytes.",
-            _wrong_kind("mixed-precision-k12", ("stage3_formula_bytes",)),
+            _printed_k12,
+            instant="the dtypes this run really keeps.",
         ),
     )
 

@@ -124,16 +124,22 @@ def probe_calls(params: dict) -> list:
         free = [s for s in range(3, steps - 1) if s not in spike_steps]
         return spikes, [int(rng.choice(free))]
 
+    # A clipping threshold of 0.5 or 1 is below this MLP's true gradient norm (about 1 to 10)
+    # at nearly every step, and a clipped update is the same whether the gradients were
+    # unscaled or not. The last run clips at 5, a threshold the true gradients fall beneath as
+    # the loss comes down while the still-scaled ones never do: there, clipping shows whether
+    # it saw the true gradients.
     calls = []
-    for init, grow, back, interval, n_spikes in (
-            (float(params["init_scale"]), g, b, w, 1),
-            (2.0 ** 16, 2.0, 0.5, int(rng.integers(2, 5)), 2),
-            (2.0 ** 10, 3.0, 0.25, 3, 1),                      # other factors than torch's
-            (2.0 ** 24, 2.0, 0.5, 2, 1)):                      # a start far too high
+    for init, grow, back, interval, n_spikes, clip in (
+            (float(params["init_scale"]), g, b, w, 1, None),
+            (2.0 ** 16, 2.0, 0.5, int(rng.integers(2, 5)), 2, None),
+            (2.0 ** 10, 3.0, 0.25, 3, 1, None),                # other factors than torch's
+            (2.0 ** 24, 2.0, 0.5, 2, 1, 5.0)):                 # a start far too high
         steps = 30
         spikes, nan_steps = events(steps, n_spikes)
-        calls.append([init, grow, back, interval, int(rng.integers(0, 10_000)), steps, spikes, nan_steps,
-                      float(rng.choice([0.02, 0.05, 0.1])), float(rng.choice([0.5, 1.0]))])
+        seed, lr, max_norm = (int(rng.integers(0, 10_000)), float(rng.choice([0.02, 0.05, 0.1])),
+                              float(rng.choice([0.5, 1.0])))
+        calls.append([init, grow, back, interval, seed, steps, spikes, nan_steps, lr, clip or max_norm])
     return calls
 
 
@@ -291,42 +297,49 @@ class LossScalerProblem(Problem):
             "an overflow did not set the count of clean steps back to 0; GradScaler grows the scale "
             "only after growth_interval consecutive clean steps.",
             _mistake("tracker-not-reset"),
+            instant="what an overflow does to the count of clean steps.",
         ),
         Mistake(
             "late-growth",
             "the scale grew one step late; it grows in the update that ends the growth_interval-th "
             "consecutive clean step, so the very next step already runs at the larger scale.",
             _mistake("late-growth"),
+            instant="the update in which the scale grows.",
         ),
         Mistake(
             "inf-only",
             "the overflow check looked for inf only; a corrupt batch gives NaN gradients, which "
             "torch.isinf misses. GradScaler skips on any non-finite value (torch.isfinite).",
             _mistake("inf-only"),
+            instant="what a corrupt batch puts in the gradients.",
         ),
         Mistake(
             "first-tensor-only",
             "only some of the gradients were checked; in fp16 the overflow often appears in one "
             "layer first, so every gradient of every parameter must be checked.",
             _mistake("first-tensor-only"),
+            instant="which gradients the overflow check must inspect.",
         ),
         Mistake(
             "checks-scaled-loss",
             "the overflow was judged from the scaled loss; the loss is finite long after the fp16 "
             "backward pass has overflowed, so the gradients themselves must be checked.",
             _mistake("checks-scaled-loss"),
+            instant="where an overflow of the fp16 backward pass shows.",
         ),
         Mistake(
             "no-unscale",
             "the gradients were never divided by the scale, so the optimizer (and the clipping) saw "
             "gradients that were still scaled.",
             _mistake("no-unscale", schedule=False, weights=True),
+            instant="the gradients that the clipping and the optimizer must see.",
         ),
         Mistake(
             "unscale-twice",
             "the gradients were unscaled twice: once in unscale_ and again in step. GradScaler "
             "remembers that unscale_ already ran for this optimizer in this step.",
             _mistake("unscale-twice", schedule=False, weights=True),
+            instant="what step() knows of an unscale_ call in the same iteration.",
         ),
     )
 

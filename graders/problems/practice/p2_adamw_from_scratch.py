@@ -263,6 +263,7 @@ class AdamWProblem(Problem):
             "the weight decay was added to the gradient (an L2 penalty, as in torch.optim.Adam); AdamW "
             "decouples it: the weights shrink by a factor (1 - lr * weight_decay) outside Adam's update.",
             _mistake("coupled-l2"),
+            instant="where AdamW applies the weight decay.",
         ),
         Mistake(
             "paper-decay",
@@ -270,35 +271,41 @@ class AdamWProblem(Problem):
             "learning rate, (1 - lr * weight_decay), where Loshchilov and Hutter's Algorithm 2 uses "
             "the schedule multiplier.",
             _mistake("paper-decay"),
+            instant="how torch's AdamW ties the decay to the learning rate.",
         ),
         Mistake(
             "no-bias-correction",
             "the moments were used without bias correction; torch divides m by (1 - beta1**t) and "
             "v by (1 - beta2**t), which matters most in the first steps.",
             _mistake("no-bias-correction"),
+            instant="the bias correction of Adam's moments.",
         ),
         Mistake(
             "eps-hat",
             "eps was added to sqrt(v) before the bias correction (the cheaper ordering in Kingma and Ba); "
             "torch adds eps after dividing sqrt(v) by sqrt(1 - beta2**t).",
             _mistake("eps-hat"),
+            instant="where eps sits relative to the bias correction in torch.",
         ),
         Mistake(
             "decay-after-update",
             "the decay was applied after Adam's update; torch shrinks the weights first and then "
             "subtracts the update, so the update itself is not decayed.",
             _mistake("decay-after-update"),
+            instant="the order of the decay and Adam's update within one step.",
         ),
         Mistake(
             "clip-no-eps",
             "the clip coefficient was max_norm / norm; torch divides by (norm + 1e-6).",
             _mistake(None, "clip-no-eps"),
+            instant="the stabilising constant in torch's clip coefficient.",
         ),
         Mistake(
             "per-tensor-clip",
             "each tensor was clipped by its own norm; the threshold applies to the global norm of "
             "all gradients laid end to end, and all tensors are scaled by the same coefficient.",
             _mistake(None, "per-tensor-clip"),
+            instant="which norm the clipping threshold applies to.",
         ),
     )
 

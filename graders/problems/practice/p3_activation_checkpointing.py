@@ -275,6 +275,7 @@ class CheckpointingProblem(Problem):
             "backward pass, but they live in memory anyway, so tensors sharing a parameter's storage "
             "are left out.",
             _mistake("no-parameter-filter", ("count_plain", "bytes_plain", "memory_ratio")),
+            instant="which saved tensors are parameters that live in memory anyway.",
         ),
         Mistake(
             "isinstance-parameter",
@@ -282,12 +283,14 @@ class CheckpointingProblem(Problem):
             "view of its weight, which is a plain tensor on the weight's storage. Compare storages "
             "(t.untyped_storage().data_ptr()).",
             _mistake("isinstance-parameter", ("count_plain", "bytes_plain", "memory_ratio")),
+            instant="how a saved view of a weight is recognised.",
         ),
         Mistake(
             "sixteen-bit-bytes",
             "the bytes were counted at 2 per element; this model runs in float32, 4 bytes per element "
             "(t.element_size() says so). The 16-bit figure is for mixed-precision activations.",
             _mistake("sixteen-bit-bytes", ("bytes_plain", "bytes_ckpt")),
+            instant="the element size of this model's tensors.",
         ),
         Mistake(
             "last-segment-plain",
@@ -295,23 +298,27 @@ class CheckpointingProblem(Problem):
             "checkpoint_sequential does; here every segment, the last included, is checkpointed.",
             _mistake("last-segment-plain", ("count_ckpt", "bytes_ckpt", "memory_ratio",
                                             "forward_calls_ckpt")),
+            instant="which segments are checkpointed.",
         ),
         Mistake(
             "ratio-inverted",
             "the ratio was taken the wrong way up; memory_ratio is the checkpointed bytes divided by "
             "the plain bytes.",
             lambda q: {"memory_ratio": 1.0 / _answers(q)["memory_ratio"]},
+            instant="the definition of memory_ratio.",
         ),
         Mistake(
             "no-layernorm-stats",
             "LayerNorm's saved mean and reciprocal standard deviation (one number per token each) "
             "were left out of the expression.",
             lambda q: {"bytes_plain_expr": bytes_plain_expr(no_ln_stats=True)},
+            instant="what LayerNorm saves for its backward pass.",
         ),
         Mistake(
             "no-loss-term",
             "the output saved by the loss (one more B*s*d tensor) was left out of the expression.",
             lambda q: {"bytes_plain_expr": bytes_plain_expr(no_loss=True)},
+            instant="what the loss saves for its backward pass.",
         ),
     )
 

@@ -287,18 +287,21 @@ class Fp16UnderflowProblem(Problem):
             "the gradients were multiplied by the scale after the backward pass; by then the small ones "
             "are already zero in fp16, and 0 times S is 0. Scale the loss before calling backward().",
             _wrong_kind("scaled-gradients", ("run_probe", "zero_fraction_scaled", "loss_scaled", "min_scale_exp")),
+            instant="the point in the step where the scale is applied.",
         ),
         Mistake(
             "unscale-in-fp16",
             "the scale was divided out while the gradients were still fp16, which pushes them back under "
             "fp16's floor; convert to fp32 first, then divide by the scale.",
             _wrong_kind("unscale-in-fp16", ("run_probe", "loss_scaled")),
+            instant="the dtype in which the scale is taken out.",
         ),
         Mistake(
             "scaled-loss-returned",
             "the step returned the loss as it was backpropagated (times the loss weight and the scale); "
             "return the plain mean squared error, the number you would log.",
             _wrong_kind("scaled-loss-returned", ("run_probe",)),
+            instant="which loss the step reports.",
         ),
         Mistake(
             "fp16-master",
@@ -306,11 +309,13 @@ class Fp16UnderflowProblem(Problem):
             "significant bits (and an update under half a unit in the last place of its weight is lost); "
             "keep the update in fp32, on the master copy.",
             _wrong_kind("fp16-master", ("run_probe", "loss_scaled")),
+            instant="the fp32 master copy of the weights.",
         ),
         Mistake(
             "percent",
             "a zero fraction was given as a percentage; give the fraction of entries, between 0 and 1.",
             lambda q: {k: 100 * solve_kind(q, "right")[k] for k in ("zero_fraction_unscaled", "zero_fraction_scaled")},
+            instant="what a zero fraction is defined as in the notebook.",
         ),
     )
 

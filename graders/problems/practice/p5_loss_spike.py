@@ -272,41 +272,48 @@ class LossSpikeProblem(Problem):
             "a spike was measured against the previous step's loss; measure it against the lowest loss "
             "so far, or a slow climb never counts and a noisy dip makes an ordinary step look like a spike.",
             _wrong_kind("previous-step", DETECTOR_KEYS),
+            instant="the baseline a spike is measured against.",
         ),
         Mistake(
             "initial-loss",
             "a spike was measured against the loss at step 0; late in a run the loss is far below where it "
             "started, so a real spike never reaches that bar. Use the lowest loss seen before the step.",
             _wrong_kind("initial-loss", DETECTOR_KEYS),
+            instant="the baseline a spike is measured against.",
         ),
         Mistake(
             "recovery-at-threshold",
             "recovery was counted when the loss fell back under the spike threshold; count it when the loss "
             "is back below the best loss before the spike, where the run was before it broke.",
             _wrong_kind("recovery-at-threshold", DETECTOR_KEYS),
+            instant="the loss a run must regain to count as recovered.",
         ),
         Mistake(
             "peak-at-detection",
             "the peak was taken at the step that set off the detector; a spike can keep rising for a few "
             "steps, so take the largest loss between the detection and the recovery.",
             _wrong_kind("peak-at-detection", DETECTOR_KEYS),
+            instant="the span of steps in which a spike's peak is sought.",
         ),
         Mistake(
             "one-based",
             "steps were numbered from 1; the loss list is indexed from 0, and so are the steps.",
             _wrong_kind("one-based", DETECTOR_KEYS),
+            instant="how the steps are numbered.",
         ),
         Mistake(
             "best-not-last",
             "a final loss was the lowest loss of the run; report the loss after the last step, which is "
             "where the run ends up.",
             _wrong_kind("best-not-last", ("final_loss_nofix", "final_loss_warmup", "final_loss_clip")),
+            instant="which loss counts as the final loss.",
         ),
         Mistake(
             "dead-any",
             "a unit was counted as dead when it was zero on some example; a ReLU is zero on about half of "
             "them in a healthy net. A dead unit is zero on every example, so it gets no gradient at all.",
             _wrong_kind("dead-any", ("dead_units_nofix", "dead_units_warmup")),
+            instant="what makes a ReLU unit dead.",
         ),
     )
 

@@ -297,24 +297,28 @@ class ResumeProblem(Problem):
             "a fresh seed and replayed the start of the data; save torch.get_rng_state() and restore it "
             "with torch.set_rng_state().",
             _wrong_kind("no-rng", RUN_KEYS + ("checkpoint_bytes", "checkpoint_bytes_expr")),
+            instant="the state of the random-number generator.",
         ),
         Mistake(
             "no-optimizer",
             "the optimizer state was not restored: AdamW restarted with zero moments and a step count of "
             "0 (and the learning rate the fresh scheduler set). Save and load optimizer.state_dict().",
             _wrong_kind("no-optimizer", RUN_KEYS + ("checkpoint_bytes",)),
+            instant="the optimizer's state.",
         ),
         Mistake(
             "no-scheduler",
             "the scheduler state was not restored, so the schedule started again from step 0 one update "
             "after the resume; save and load scheduler.state_dict().",
             _wrong_kind("no-scheduler", RUN_KEYS),
+            instant="the scheduler's state.",
         ),
         Mistake(
             "no-copy",
             "the checkpoint held references to the live tensors (state_dict() does not copy), so the "
             "training that went on after the save overwrote it; copy it (copy.deepcopy, or torch.save).",
             _wrong_kind("no-copy", RUN_KEYS),
+            instant="whether a state_dict copies the tensors it holds.",
         ),
         Mistake(
             "scheduler-at-once",
@@ -322,12 +326,14 @@ class ResumeProblem(Problem):
             "carries the current learning rate in its param_groups, and only the fresh scheduler's first "
             "step() replaces it.",
             lambda q: {"first_diverging_steps": [q["save_at"], q["save_at"] + 1, q["save_at"] + 1]},
+            instant="where the learning rate of the first resumed update comes from.",
         ),
         Mistake(
             "one-moment",
             "AdamW keeps two moments per parameter (the mean of the gradient and the mean of its square), "
             "each in fp32.",
             lambda q: {"checkpoint_bytes_expr": bytes_expr("one-moment")},
+            instant="the state AdamW keeps for each parameter.",
         ),
     )
 

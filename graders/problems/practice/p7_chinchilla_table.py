@@ -167,36 +167,42 @@ class ChinchillaTableProblem(Problem):
             "this is the '20 tokens per parameter' rule of thumb (D = 20N), which is what Table 3 "
             "itself follows; the exercise asks what the fitted law L(N, D) predicts.",
             lambda q: _changed(q, twenty=True),
+            instant="the allocation the fitted law itself predicts.",
         ),
         Mistake(
             "no-six",
             "the budget was used as C = ND; training costs about 6 FLOPs per parameter per token, "
             "so the allocation is a function of C/6 (and the table's check is C/(6ND)).",
             lambda q: _changed(q, six=False),
+            instant="the cost of training in FLOPs per parameter per token.",
         ),
         Mistake(
             "swapped-exponents",
             "the exponents are swapped: N_opt grows as (C/6)^(beta/(alpha+beta)) and D_opt as "
             "(C/6)^(alpha/(alpha+beta)).",
             lambda q: _changed(q, swap=True),
+            instant="the exponents of the compute-optimal allocation.",
         ),
         Mistake(
             "printed-constants",
             "the constants of eq. (10) as printed were used; your variant gives its own set "
             "(the unrounded TeX values or the Besiroglu et al. refit), and the rounding matters.",
             lambda q: _changed(q, constants=PRINTED),
+            instant="the constants your variant gives.",
         ),
         Mistake(
             "inverted-ratio",
             "the ratios are upside down: n_ratio is the fit's N_opt divided by the table's N "
             "(and d_ratio likewise), so a fit that wants a smaller model gives a ratio below 1.",
             lambda q: _changed(q, inverted=True),
+            instant="the definition of n_ratio and d_ratio.",
         ),
         Mistake(
             "one-sided-disagreement",
             "only rows where the fit wants a smaller model were counted; a row also disagrees when "
             "the fit's N_opt exceeds the table's by more than the factor.",
             lambda q: _changed(q, one_sided=True),
+            instant="what counts as a row that disagrees.",
         ),
     )
 

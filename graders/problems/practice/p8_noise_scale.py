@@ -251,29 +251,34 @@ class NoiseScaleMeasurementProblem(Problem):
             "the small-batch squared norm was used as |G|^2; it is biased upward by tr(Sigma)/B_small, "
             "so combine the two measurements to cancel the noise term.",
             lambda q: _changed(q, estimator=_biased_small),
+            instant="the noise term inside g2_small.",
         ),
         Mistake(
             "big-batch-as-exact",
             "the big-batch gradient was treated as the exact gradient; it still carries tr(Sigma)/B_big "
             "of noise, so both |G|^2 and tr(Sigma) come out biased.",
             lambda q: _changed(q, estimator=_big_as_exact),
+            instant="the noise that g2_big still carries.",
         ),
         Mistake(
             "inverted-noise-scale",
             "the noise scale is noise over signal, tr(Sigma)/|G|^2 (a number of examples), not its inverse.",
             lambda q: _changed(q, estimator=_inverted),
+            instant="the definition of the noise scale.",
         ),
         Mistake(
             "summed-loss",
             "the gradients were taken of the summed loss; the protocol's loss is the batch mean, and a sum "
             "scales each squared norm by the batch size squared, so the two sizes no longer compare.",
             lambda q: _changed(q, summed=True),
+            instant="how the protocol's loss reduces across the batch.",
         ),
         Mistake(
             "norm-of-mean",
             "the small-batch gradients were averaged before squaring, which gives the big-batch norm again; "
             "g2_small is the mean of the squared norms, one per small batch.",
             lambda q: _changed(q, norm_of_mean=True),
+            instant="what g2_small averages.",
         ),
     )
 

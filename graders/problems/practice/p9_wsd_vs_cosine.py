@@ -261,35 +261,41 @@ class WsdVersusCosineProblem(Problem):
             "the cosine was taken down to zero; it ends at the floor min_lr, so its swing is "
             "(peak_lr - min_lr).",
             _only(("cosine_probe", "loss_cosine"), cos_kw={"to_zero": True}),
+            instant="where the cosine schedule ends.",
         ),
         Mistake(
             "cosine-from-step-zero",
             "the cosine's phase was counted from step 0; it starts where the warmup ends, "
             "(t - warmup)/(total - warmup).",
             _only(("cosine_probe", "loss_cosine"), cos_kw={"from_zero": True}),
+            instant="where the cosine's phase starts.",
         ),
         Mistake(
             "wsd-without-warmup",
             "the WSD schedule was held at the peak from step 0; it has the same linear warmup as the "
             "cosine schedule.",
             _only(("wsd_probe", "loss_wsd", "decay_drop"), wsd_kw={"no_warmup": True}),
+            instant="the warmup of the WSD schedule.",
         ),
         Mistake(
             "wsd-to-zero",
             "the WSD decay was taken down to zero; it ends at the floor min_lr at step total.",
             _only(("wsd_probe", "loss_wsd", "decay_drop"), wsd_kw={"to_zero": True}),
+            instant="where the WSD decay ends.",
         ),
         Mistake(
             "scheduler-one-step-ahead",
             "each update used the next step's learning rate (the schedule advanced before the "
             "optimizer step, as when scheduler.step() is called first); update t uses schedule(t).",
             _only(("loss_cosine", "loss_wsd", "decay_drop"), ahead=True),
+            instant="which step's learning rate each update uses.",
         ),
         Mistake(
             "broadcast-mse",
             "the model's (n, 1) output was subtracted from the (n,) targets without squeezing, so the "
             "loss averaged an (n, n) matrix of every prediction against every target.",
             _only(("loss_cosine", "loss_wsd", "decay_drop"), broadcast=True),
+            instant="the shapes of the model's output and of the targets.",
         ),
     )
 

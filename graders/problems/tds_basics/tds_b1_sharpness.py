@@ -76,15 +76,18 @@ class SharpnessBasics(Problem):
         Mistake("largest-diagonal-entry",
                 "the largest diagonal entry was taken for the sharpness; off-diagonal coupling makes the "
                 "largest eigenvalue bigger than any diagonal entry, so take the eigenvalue.",
-                lambda q: _changed(q, curvature=lambda h: float(np.max(np.diag(h))))),
+                lambda q: _changed(q, curvature=lambda h: float(np.max(np.diag(h)))),
+                instant="what the off-diagonal entries of the Hessian contribute to its top eigenvalue."),
         Mistake("trace-not-eigenvalue",
                 "the trace (the sum of all eigenvalues) was taken for the sharpness; the sharpness is the "
                 "largest eigenvalue alone.",
-                lambda q: _changed(q, curvature=lambda h: float(np.trace(h)))),
+                lambda q: _changed(q, curvature=lambda h: float(np.trace(h))),
+                instant="which single eigenvalue of the Hessian the sharpness names."),
         Mistake("one-over-sharpness",
                 "1/sharpness is where the top direction stops converging monotonically and starts to "
                 "oscillate; gradient descent still converges up to 2/sharpness.",
-                lambda q: _changed(q, limit_factor=1.0)),
+                lambda q: _changed(q, limit_factor=1.0),
+                instant="the boundary between oscillating and diverging along the top direction."),
     )
 
 

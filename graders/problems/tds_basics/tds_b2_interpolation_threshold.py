@@ -87,15 +87,18 @@ class InterpolationThresholdBasics(Problem):
         Mistake("threshold-excluded",
                 "p = n was counted as not interpolating; with as many features as examples the square "
                 "feature matrix is invertible, so the fit is already exact.",
-                lambda q: _changed(q, strict=True)),
+                lambda q: _changed(q, strict=True),
+                instant="whether a feature matrix with as many features as examples already fits them exactly."),
         Mistake("outputs-forgotten",
                 "the threshold in parameters forgot the outputs: each of the K outputs has its own p "
                 "weights, so the model interpolates at n K parameters.",
-                lambda q: _changed(q, per_output=False)),
+                lambda q: _changed(q, per_output=False),
+                instant="the weights each output of the model has of its own."),
         Mistake("dimensions-swapped",
                 "the two dimension counts are swapped: too few features leave n - p directions of the "
                 "targets unfit, too many leave p - n free directions among the exact fits.",
-                lambda q: _changed(q, swapped=True)),
+                lambda q: _changed(q, swapped=True),
+                instant="which count belongs to the examples and which to the features."),
     )
 
 

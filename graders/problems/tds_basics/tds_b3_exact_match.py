@@ -75,14 +75,17 @@ class ExactMatchBasics(Problem):
         Mistake("linear-in-length",
                 "the score was taken as 1 - L (1 - p), as if errors only added up; exact match needs every "
                 "token right, a product of L probabilities.",
-                _only(("exact_match",), score=lambda p, n: 1 - n * (1 - p))),
+                _only(("exact_match",), score=lambda p, n: 1 - n * (1 - p)),
+                instant="how independent per-token successes combine into one sequence score."),
         Mistake("any-token-right",
                 "1 - (1 - p)^L is the chance that at least one token is right; exact match asks that all are.",
-                _only(("exact_match",), score=lambda p, n: 1 - (1 - p) ** n)),
+                _only(("exact_match",), score=lambda p, n: 1 - (1 - p) ** n),
+                instant="the event exact match counts."),
         Mistake("needed-as-power",
                 "the needed per-token accuracy was computed as target^L; invert p^L = target, so p is the "
                 "L-th root of the target.",
-                _only(("per_token_needed",), needed=lambda t, n: t ** n)),
+                _only(("per_token_needed",), needed=lambda t, n: t ** n),
+                instant="solving the exact-match equation for the per-token accuracy."),
     )
 
 

@@ -77,14 +77,17 @@ class GrokkingBasics(Problem):
         Mistake("log-index-not-step",
                 "these are positions in the log, not optimisation steps; report the step at which the "
                 "accuracy was logged.",
-                lambda q: _changed(q, index=True)),
+                lambda q: _changed(q, index=True),
+                instant="what the step column of the log records."),
         Mistake("threshold-excluded",
                 "a logged accuracy equal to the threshold already reaches it ('at least', not 'above').",
-                lambda q: _changed(q, strict=True)),
+                lambda q: _changed(q, strict=True),
+                instant="the exact wording of the threshold condition."),
         Mistake("delay-as-difference",
                 "the delay was given as a difference of steps; the question asks how many times longer "
                 "generalisation took, generalise_step / fit_step.",
-                lambda q: _changed(q, difference=True)),
+                lambda q: _changed(q, difference=True),
+                instant="how the question defines the delay."),
     )
 
 

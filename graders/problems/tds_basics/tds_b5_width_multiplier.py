@@ -68,14 +68,17 @@ class WidthMultiplierBasics(Problem):
         Mistake("lr-square-root",
                 "the hidden rate was divided by the square root of m, the scaling of an initialisation's "
                 "standard deviation; muP's Adam rate for hidden matrices falls as 1/m.",
-                lambda q: _changed(q, lr_power=0.5)),
+                lambda q: _changed(q, lr_power=0.5),
+                instant="the width scaling of Adam's hidden-matrix rate, as distinct from the initialisation's."),
         Mistake("lr-multiplied",
                 "the hidden rate was multiplied by m; a wider matrix sums more coordinated updates into "
                 "each output, so its rate must fall with width, base_lr / m.",
-                lambda q: _changed(q, lr_power=-1.0)),
+                lambda q: _changed(q, lr_power=-1.0),
+                instant="how coordinated updates accumulate in each output of a wider hidden matrix."),
         Mistake("output-square-root",
                 "the output multiplier was taken as 1/sqrt(m); muP multiplies the logits by 1/m.",
-                lambda q: _changed(q, out_power=0.5)),
+                lambda q: _changed(q, out_power=0.5),
+                instant="the output multiplier in the muP parametrisation that the mup package implements."),
     )
 
 

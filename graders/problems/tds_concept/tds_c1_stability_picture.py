@@ -84,13 +84,16 @@ class StabilityPictureConcept(Problem):
 
     mistakes = (
         Mistake("ascent-sign", "the step went uphill: gradient descent subtracts η a x, so x_{t+1} = (1 - η a) x_t.",
-                lambda q: _changed(q, sign=1)),
+                lambda q: _changed(q, sign=1),
+                instant="the gradient descent step on the quadratic."),
         Mistake("diverges-past-one-over-a",
                 "η a between 1 and 2 makes the iterate oscillate, but it still shrinks; it diverges only past "
-                "η a = 2.", lambda q: _changed(q, edges=(1.0, 1.0))),
+                "η a = 2.", lambda q: _changed(q, edges=(1.0, 1.0)),
+                instant="the boundary between oscillating and diverging."),
         Mistake("one-step-too-many",
                 "the trajectory should hold x_0 .. x_T, T + 1 values; this one has one step more.",
-                lambda q: _changed(q, extra_step=1)),
+                lambda q: _changed(q, extra_step=1),
+                instant="which iterates the trajectory holds, from its first entry to its last."),
     )
 
 

@@ -58,7 +58,7 @@ def _changed(q, **kw):
 
 class EdgeOfStabilityExercise(Problem):
     id = "tds-e1-edge-of-stability"
-    title = "Gradient descent past 2/η: which directions blow up, and how fast"
+    title = "Gradient descent past the stability threshold: which directions blow up, and how fast"
     strand = "mathematics"
     kind = "exercise"
     assignment = "tds-exercises"
@@ -88,14 +88,17 @@ class EdgeOfStabilityExercise(Problem):
         Mistake("threshold-at-one-over-sharpness",
                 "1/S is where the top direction starts to oscillate; it still shrinks until η S = 2, so "
                 "the threshold is 2/S.",
-                lambda q: _changed(q, limit=1)),
+                lambda q: _changed(q, limit=1),
+                instant="the step size at which the top direction stops shrinking."),
         Mistake("ascent-sign",
                 "the step was taken uphill: gradient descent subtracts η a x, so the multiplier is 1 - η a.",
-                lambda q: _changed(q, sign=1)),
+                lambda q: _changed(q, sign=1),
+                instant="the gradient descent step along one eigendirection."),
         Mistake("oscillation-as-divergence",
                 "a negative multiplier between -1 and 0 makes a direction oscillate while it shrinks; only "
                 "|1 - η a| > 1 grows.",
-                lambda q: _changed(q, unstable_if=lambda m: m < 0)),
+                lambda q: _changed(q, unstable_if=lambda m: m < 0),
+                instant="what a negative multiplier does to the size of a direction."),
     )
 
 

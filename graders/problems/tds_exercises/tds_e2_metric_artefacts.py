@@ -89,15 +89,18 @@ class MetricArtefactsExercise(Problem):
         Mistake("loss-as-error-rate",
                 "the per-token accuracy was taken as 1 - L_CE; a cross-entropy is -log p of the right "
                 "token, so p = exp(-L_CE).",
-                _only(("token_accuracy", "exact_match"), accuracy=lambda loss: 1 - loss)),
+                _only(("token_accuracy", "exact_match"), accuracy=lambda loss: 1 - loss),
+                instant="what a cross-entropy measures about the probability of the right token."),
         Mistake("linearised-exact-match",
                 "the score 1 - L (1 - p) is one minus the expected number of wrong tokens (the expected "
                 "token edit distance), which agrees with exact match only to first order in 1 - p, for p "
                 "near 1; exact match needs all L tokens right, p^L.",
-                _only(("exact_match",), score=lambda p, n: 1 - n * (1 - p))),
+                _only(("exact_match",), score=lambda p, n: 1 - n * (1 - p)),
+                instant="how per-token successes combine into exact match."),
         Mistake("no-logarithm",
                 "setting exp(-L (N/c)^α) equal to the target needs a logarithm: (N/c)^α = -ln(target)/L.",
-                _only(("emergence_size",), solve_log=False)),
+                _only(("emergence_size",), solve_log=False),
+                instant="isolating the model size from inside the exponential."),
     )
 
 

@@ -145,7 +145,7 @@ class RandomFeaturesPractice(Problem):
     assignment = "tds-practice"
     # Small runs with the threshold inside the sweep (feature counts around n_train).
     variants = {
-        "A": {"seed": 31, "dim": 10, "n_train": 40, "noise": 0.2,
+        "A": {"seed": 35, "dim": 10, "n_train": 40, "noise": 0.2,
               "feature_counts": [5, 10, 20, 30, 36, 40, 44, 60, 100, 200, 400]},
         "B": {"seed": 32, "dim": 8, "n_train": 60, "noise": 0.1,
               "feature_counts": [10, 30, 50, 56, 60, 64, 80, 150, 300, 600]},
@@ -172,15 +172,18 @@ class RandomFeaturesPractice(Problem):
         Mistake("ridge-not-minimum-norm",
                 "a ridge penalty was added; it removes the peak (that is what regularisation does), but the "
                 "protocol is the unregularised minimum-norm fit, pinv(features) @ targets.",
-                lambda q: _changed(q, fit_name="ridge")),
+                lambda q: _changed(q, fit_name="ridge"),
+                instant="the fit the protocol prescribes."),
         Mistake("summed-not-mean",
                 "the squared errors were summed; the protocol's error is their mean over the examples, so "
                 "that the training and test errors compare.",
-                lambda q: _changed(q, summed=True)),
+                lambda q: _changed(q, summed=True),
+                instant="how the protocol aggregates the errors of the individual examples."),
         Mistake("test-on-training-set",
                 "the 'test' error was measured on the training examples, which every model past the threshold "
                 "fits exactly; score each model on the held-out test set.",
-                lambda q: _changed(q, on_training_set=True)),
+                lambda q: _changed(q, on_training_set=True),
+                instant="which examples the test error is measured on."),
     )
 
 

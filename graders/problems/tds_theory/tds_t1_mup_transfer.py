@@ -119,14 +119,17 @@ class MupTransferTheory(Problem):
         Mistake("uncorrelated-updates",
                 "the changes were added as if independent (growth like sqrt(width)); the gradient is g xᵀ, "
                 "so every term of (ΔW x)_i has the same sign and the sum grows like the width itself.",
-                lambda q: _changed(q, power=0.5)),
+                lambda q: _changed(q, power=0.5),
+                instant="the structure of a hidden matrix's gradient, and how the terms of one output's change align."),
         Mistake("mup-also-moves",
                 "under muP the 1/m is already in the hidden layers' rate, so the best base rate stays put.",
-                lambda q: _changed(q, mup_moves=True)),
+                lambda q: _changed(q, mup_moves=True),
+                instant="where muP already puts the width dependence of the hidden rate."),
         Mistake("rate-grows-with-width",
                 "a wider layer's step changes its output more, so the rate that restores the base size "
                 "must fall with width, not grow.",
-                lambda q: _changed(q, power=-1.0)),
+                lambda q: _changed(q, power=-1.0),
+                instant="how a wider layer's step changes its output."),
     )
 
 

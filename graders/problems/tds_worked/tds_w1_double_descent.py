@@ -130,18 +130,22 @@ class DoubleDescentWorked(Problem):
         Mistake("unused-features-ignored",
                 "the features the learner does not see were left out of the noise; their part of the "
                 "signal, |β_rest|² = signal (D - p)/D, acts as extra noise τ² = |β_rest|² + σ².",
-                lambda q: _changed(q, misspecification=False)),
+                lambda q: _changed(q, misspecification=False),
+                instant="the part of the signal that the learner's features cannot see."),
         Mistake("bias-forgotten",
                 "above the threshold the minimum-norm fit only recovers the projection of β_p onto the "
                 "n-dimensional row space; the bias term |β_p|² (1 - n/p) is missing.",
-                lambda q: _changed(q, bias=False)),
+                lambda q: _changed(q, bias=False),
+                instant="what the minimum-norm fit cannot recover past the threshold."),
         Mistake("noise-floor-forgotten",
                 "the risk of a fresh example includes the unavoidable τ² itself (the '1 +'); only the "
                 "estimation error was counted.",
-                lambda q: _changed(q, floor=False)),
+                lambda q: _changed(q, floor=False),
+                instant="the error a fresh example carries even for a perfect estimate."),
         Mistake("variance-ratio-p",
                 "above the threshold E tr (X Xᵀ)⁻¹ for an n x p Gaussian X is n/(p - n - 1), not p/(p - n - 1).",
-                lambda q: _changed(q, over_ratio="p")),
+                lambda q: _changed(q, over_ratio="p"),
+                instant="which dimension sets the variance term past the threshold."),
     )
 
 

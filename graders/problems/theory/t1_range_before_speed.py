@@ -22,7 +22,7 @@ Reference computations:
   fp16, is inf (products of 65520 and more; 65504 is the largest finite value).
 Initial scales in the variants are printed defaults: 2**16 (torch GradScaler), 2**32
 (Megatron-LM's --initial-loss-scale), 2**7 (fairseq's --fp16-init-scale). Growth intervals
-are shortened from GradScaler's 2000 so that two dozen steps show whole cycles.
+are shortened from GradScaler's 2000 so that a few dozen steps show whole cycles.
 Micikevicius et al., "Mixed Precision Training" (ICLR 2018), section 3.2, describe the
 scheme: skip the update and lower the scale on overflow, raise it after a run of clean steps.
 """
@@ -175,14 +175,33 @@ def _first_overflowing_k(q):
             "safe_scale_count": max(0, top - answers["min_rescue_log2_scale"] + 1)}
 
 
+def _window(q):
+    """(k_max, k_rescue) of the variant's gradients: where its window of safe scales lies."""
+    grads = _inputs(q)[0]
+    return max_log2_scale(grads, "float16"), min_rescue_log2_scale(grads)
+
+
 def _fencepost(q):
-    answers = _answers(q)
-    return {"safe_scale_count": max(0, answers["max_log2_scale"] - answers["min_rescue_log2_scale"])}
+    top, rescue = _window(q)
+    if top < rescue:      # no safe scale at all: an empty window has no ends to miscount
+        return {}
+    return {"safe_scale_count": top - rescue}
 
 
 def _negative_count(q):
-    answers = _answers(q)
-    return {"safe_scale_count": answers["max_log2_scale"] - answers["min_rescue_log2_scale"] + 1}
+    top, rescue = _window(q)
+    if top >= rescue:     # the window is not empty: the difference cannot come out negative
+        return {}
+    return {"safe_scale_count": top - rescue + 1}
+
+
+def _truncate_not_round(q):
+    # every gradient at or above fp16's smallest subnormal 2^-24 survives unscaled under either
+    # rule, so the rounding band just below it is empty and the slip cannot show
+    if min(abs(g) for g in _inputs(q)[0]) >= 2.0 ** -24:
+        return {}
+    return _with_caster(_truncate_below_subnormal, ("fp16_lost_count", "min_rescue_log2_scale",
+                                                    "safe_scale_count"))(q)
 
 
 class RangeBeforeSpeed(Problem):
@@ -192,19 +211,28 @@ class RangeBeforeSpeed(Problem):
     kind = "theory"
     assignment = "theory"
     # grads: one step's gradients (sixteen values, three significant figures);
-    # grad_max: the largest |gradient| on each of two dozen steps, for the dynamic scaler.
+    # grad_max: the largest |gradient| on each of two to three dozen steps, for the dynamic scaler.
+    # Every variant's scaler trace reaches each situation a declared scaler mistake is about:
+    # a product just above 65504 that rounds down and is kept (a test `> 65504` skips it), a
+    # product in [65520, 65536] that is already inf (a test `> 2**16` keeps it), an overflow
+    # after some clean steps (the growth tracker must restart), and a growth whose timing
+    # shows in the skips or the final scale.
     # A: a window that fits, and a spike at step 12 (GradScaler's init); at step 3 the product
-    #    1.9993 * 2**15 = 65513 lies above 65504 but below 65520, so it rounds down to 65504
-    #    and the step is kept (the round-to-nearest-even edge: a test `> 65504` skips it);
-    # B: a histogram wider than fp16's window, and Megatron-LM's init 2**32;
-    # C: nothing below the floor, gradients shrinking as training settles, and a product of
-    #    exactly 4 * 2**14 = 65536 at step 2 (past 65504, so inf);
-    # D: one large gradient pinning the ceiling; a three-step loss spike; fairseq's init 2**7.
+    #    1.9993 * 2**15 = 65513 is kept; at step 5 the scaler grows back into exactly
+    #    1.0 * 2**16 = 65536, which is inf;
+    # B: a histogram wider than fp16's window, and Megatron-LM's init 2**32: fifteen start-up
+    #    skips, then 0.5 * 2**17 = 65536 at step 16 (inf), 0.4998 * 2**17 = 65510 at step 23
+    #    (kept), and the scaler growing into the ceiling at step 29;
+    # C: nothing below the floor, gradients shrinking as training settles, a product of
+    #    exactly 4 * 2**14 = 65536 at step 2 (past 65504, so inf), and a two-step bump at
+    #    steps 13-14 (0.9996 * 2**16 = 65510 kept, then 1.2 * 2**16 overflows);
+    # D: one large gradient pinning the ceiling; a three-step loss spike (850 * 2**9 overflows,
+    #    256 * 2**8 = 65536 is inf, 511.8 * 2**7 = 65510 is kept); fairseq's init 2**7.
     variants = {
         "A": {"grads": [4.43e-06, -0.0303, 1.25e-05, 2.95e-08, 0.000123, -5.42e-09, 5.08e-09,
                         -0.000403, 0.0896, 0.000192, -1.77e-08, -1.84e-05, -3.27e-08, -1.64e-09,
                         3.55e-06, 1.54e-05],
-              "grad_max": [1.6, 1.4, 1.5, 1.9993, 1.5, 1.3, 1.6, 1.4, 1.5, 1.6, 1.4, 1.5, 62.0, 1.5,
+              "grad_max": [1.6, 1.4, 1.5, 1.9993, 1.5, 1.0, 1.6, 1.4, 1.5, 1.6, 1.4, 1.5, 62.0, 1.5,
                            1.4, 1.6, 1.5, 1.3, 1.5, 1.4, 1.6, 1.5, 1.4, 1.5],
               "init_scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5,
               "growth_interval": 4},
@@ -212,24 +240,25 @@ class RangeBeforeSpeed(Problem):
                         6.27e-13, 2.32e-14, 3.83e-14, -1.65e-10, -0.00164, 2.47e-14, -3.96e-08,
                         0.166, -1.28e-13],
               "grad_max": [0.31, 0.29, 0.33, 0.30, 0.28, 0.32, 0.30, 0.29, 0.31, 0.27, 0.30, 0.32,
-                           0.29, 0.30, 0.28, 0.31, 0.29, 0.30, 0.12, 0.11, 0.12, 0.10, 0.11, 0.12,
-                           0.11, 0.10, 0.12, 0.11],
+                           0.29, 0.30, 0.28, 0.31, 0.5, 0.29, 0.31, 0.30, 0.28, 0.32, 0.30, 0.4998,
+                           0.31, 0.30, 0.28, 0.31, 0.29, 0.30],
               "init_scale": 4294967296.0, "growth_factor": 2.0, "backoff_factor": 0.5,
               "growth_interval": 6},
         "C": {"grads": [4.22e-06, 0.00047, -1.87e-06, -1.22e-06, -0.000818, -8.64e-05, -6.26e-06,
                         0.00258, -2.8e-07, 1.21e-06, 0.00189, 0.00228, 0.00891, 4.11e-06,
                         5.27e-05, -0.000124],
               "grad_max": [4.0, 3.6, 4.0, 2.5, 2.0, 1.6, 1.2, 0.9, 0.7, 0.52, 0.40, 0.31, 0.24,
-                           0.19, 0.15, 0.12, 0.09, 0.07, 0.055, 0.045, 0.036, 0.03, 0.025, 0.02],
+                           0.9996, 1.2, 0.12, 0.09, 0.07, 0.055, 0.045, 0.036, 0.03, 0.025, 0.02,
+                           0.016],
               "init_scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5,
               "growth_interval": 3},
         "D": {"grads": [1.67e-09, 0.00136, -1.01e-07, 0.0105, 2.24e-07, 2.32e-06, -2.23e-09,
                         -0.684, 7.73e-08, -0.000815, 0.00011, 7.14e-09, -2.51e-09, -9.28e-10,
                         -4.62, -6.3],
-              "grad_max": [2.1, 1.9, 2.0, 2.2, 1.8, 2.0, 1.9, 2.1, 2.0, 850.0, 920.0, 780.0, 2.0,
-                           1.9, 2.1, 2.0, 1.8, 2.2, 1.9, 2.0, 2.1, 1.9, 2.0, 2.0],
+              "grad_max": [2.1, 1.9, 2.0, 2.2, 1.8, 2.0, 1.9, 2.1, 2.0, 850.0, 256.0, 511.8, 2.0,
+                           1.9, 2.1, 2.0, 1.8, 2.2, 1.9, 2.0, 2.1, 1.9],
               "init_scale": 128.0, "growth_factor": 2.0, "backoff_factor": 0.5,
-              "growth_interval": 5},
+              "growth_interval": 4},
     }
     checks = {
         "fp16_lost_count": Count(points=1),
@@ -256,17 +285,20 @@ class RangeBeforeSpeed(Problem):
             "this scale is one power of two too large: the first k at which the largest "
             "gradient overflows, not the last one at which it still fits.",
             _first_overflowing_k,
+            instant="the definition of the largest safe exponent: the biggest gradient stays finite there.",
         ),
         Mistake(
             "fencepost",
             "the count of safe scales is one short; both ends of the window of safe k are safe.",
             _fencepost,
+            instant="how the exponents of a window of safe scales are counted.",
         ),
         Mistake(
             "negative-count",
             "the count is negative; when the smallest rescuing scale lies above the largest safe "
             "one, no scale is safe, and the count is 0. This is loss scaling failing.",
             _negative_count,
+            instant="what values a count of safe scales can take.",
         ),
         Mistake(
             "flush-subnormals",
@@ -274,55 +306,63 @@ class RangeBeforeSpeed(Problem):
             "survive, down to 2^-24 (and values just above 2^-25 round up to it).",
             _with_caster(_flush_below_normal, ("fp16_lost_count", "min_rescue_log2_scale",
                                                "safe_scale_count")),
+            instant="the subnormal numbers fp16 keeps.",
         ),
         Mistake(
             "truncate-not-round",
             "every value below 2^-24 was treated as lost; the cast rounds to nearest, so values "
             "between 2^-25 and 2^-24 round up and survive.",
-            _with_caster(_truncate_below_subnormal, ("fp16_lost_count", "min_rescue_log2_scale",
-                                                     "safe_scale_count")),
+            _truncate_not_round,
+            instant="how the cast rounds a value near fp16's smallest subnormal.",
         ),
         Mistake(
             "fp16-for-bf16",
             "fp16's range was used for bfloat16; bf16 has eight exponent bits, fp32's range, so "
             "its floor lies more than a hundred binades below fp16's.",
             _fp16_for_bf16,
+            instant="the exponent width of bfloat16.",
         ),
         Mistake(
             "bound-not-measured",
             "this is the bound 2^-8 on bf16's relative rounding error; the question asks for "
             "the largest error actually made on your gradients.",
             lambda q: {"bf16_max_rel_error": 2.0 ** -8},
+            instant="the error the cast actually makes on your own gradients.",
         ),
         Mistake(
             "overflow-ignores-scale",
             "overflow was tested on the gradients before scaling; the scaler overflows when the "
             "largest gradient *times the scale in force* is too large for fp16.",
             _with_scaler("ignore-scale"),
+            instant="the loss scale in force at each step.",
         ),
         Mistake(
             "ceiling-2-16",
             "the ceiling was taken as 2^16; fp16's largest finite value is 65504, and products "
             "from 65520 up round to inf.",
             _with_scaler("ceiling-2-16"),
+            instant="fp16's largest finite value, and where a product becomes inf.",
         ),
         Mistake(
             "ceiling-65504",
             "a product above 65504 was counted as an overflow; the cast rounds to nearest, so "
             "products below 65520 round down to 65504 and stay finite; only 65520 and up become inf.",
             _with_scaler("ceiling-65504"),
+            instant="round-to-nearest at the top of fp16's range.",
         ),
         Mistake(
             "tracker-not-reset",
             "the count of clean steps carried on across an overflow; GradScaler grows the scale "
             "only after growth_interval consecutive clean steps.",
             _with_scaler("tracker-not-reset"),
+            instant="what an overflow does to GradScaler's count of clean steps.",
         ),
         Mistake(
             "late-growth",
             "the scale grew one step late; it grows in the update that ends the "
             "growth_interval-th consecutive clean step, so the next step already uses it.",
             _with_scaler("late-growth"),
+            instant="the update in which GradScaler's growth of the scale takes effect.",
         ),
     )
 

@@ -190,40 +190,47 @@ class ClipVersusDecayProblem(Problem):
             "these count the steps clipping leaves alone; count the steps where the coefficient "
             "max_norm/(norm + 1e-6) is below 1.",
             lambda q: _changed(q, keys=("clipped_counts",), count_unclipped=True),
+            instant="which steps count as clipped.",
         ),
         Mistake(
             "one-based-indices",
             "the threshold indices look 1-based; count the first threshold as index 0.",
             lambda q: _changed(q, keys=("idle_thresholds",), one_based=True),
+            instant="how the list of thresholds is indexed.",
         ),
         Mistake(
             "active-not-idle",
             "these are the thresholds at which clipping acts; the question asks where it never does.",
             lambda q: _changed(q, keys=("idle_thresholds",), active_listed=True),
+            instant="which thresholds the question asks for.",
         ),
         Mistake(
             "raw-gradient-as-step",
             "the raw mean gradient was used as the step; Adam divides by the root-mean-square "
             "gradient, so its mean step (in units of the learning rate) is mu/sqrt(mu^2 + sigma^2).",
             lambda q: _changed(q, u_rule=_raw),
+            instant="Adam's normalisation of the gradient by its running moments.",
         ),
         Mistake(
             "noise-ignored",
             "the step was taken as a full learning rate every step; with noise, Adam's mean step is "
             "only the signal's share mu/sqrt(mu^2 + sigma^2) of it.",
             lambda q: _changed(q, u_rule=_one),
+            instant="what gradient noise does to Adam's mean step.",
         ),
         Mistake(
             "decay-without-learning-rate",
             "the per-step pull was taken as the weight decay alone; torch's AdamW pulls by "
             "lr * weight_decay per step, so the timescale is 1/(lr * weight_decay).",
             lambda q: _changed(q, keys=("timescale_steps", "weight_with_decay"), decay_without_lr=True),
+            instant="the part the learning rate plays in the pull of AdamW's decay.",
         ),
         Mistake(
             "walk-without-decay",
             "this is the random walk's spread with no decay (it grows like sqrt(steps) forever); "
             "with decay the walk settles where the pull balances the noise.",
             lambda q: _changed(q, keys=("noise_rms", "weight_snr"), walk_without_decay=True),
+            instant="the balance between the decay's pull and the noise.",
         ),
     )
 

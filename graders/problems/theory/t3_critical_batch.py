@@ -172,40 +172,47 @@ class CriticalBatchProblem(Problem):
             "so the noise scale comes out too small (combine both measurements, as in e10).",
             _only(("b_noise", "steps", "examples", "doubling_speedups", "diminishing", "near_linear_limit",
                    "overhead_batch", "deadline_batch"), biased=True),
+            instant="the noise that the small-batch gradient norm carries.",
         ),
         Mistake(
             "swapped-ratios",
             "the step count used E/E_min's formula; the steps fall as the batch grows, "
             "S = S_min (1 + B_noise/B).",
             _only(("steps", "examples", "doubling_speedups"), swap=True),
+            instant="which trade-off relation gives the step count.",
         ),
         Mistake(
             "examples-at-minimum-steps",
             "the examples were counted as B * S_min; a batch of B takes S > S_min steps, "
             "so E = B * S = E_min (1 + B/B_noise).",
             _only(("examples",), examples_at_min=True),
+            instant="the number of steps a batch of your size takes.",
         ),
         Mistake(
             "speedup-inverted",
             "the speedup was taken as S(2B)/S(B); a speedup compares the steps before doubling "
             "with the steps after, so it lies between 1 and 2.",
             _only(("doubling_speedups",), speedup_inverted=True),
+            instant="what a speedup compares.",
         ),
         Mistake(
             "diminishing-below",
             "these are the candidates below the critical batch; returns diminish above it, "
             "where doubling B barely lowers S.",
             _only(("diminishing",), diminishing_below=True),
+            instant="where the returns on batch size diminish.",
         ),
         Mistake(
             "overhead-inverted",
             "E/E_min = 1 + B/B_noise, so an overhead o allows B = o * B_noise, not B_noise / o.",
             _only(("overhead_batch",), overhead_inverted=True),
+            instant="how the examples spent grow with the batch size.",
         ),
         Mistake(
             "deadline-inverted",
             "solve S_min (1 + B_noise/B) = max_steps for B: B = B_noise / (max_steps/S_min - 1).",
             _only(("deadline_batch", "deadline_cost"), deadline_inverted=True),
+            instant="solving the step-count relation for the batch a deadline needs.",
         ),
     )
 

@@ -224,36 +224,42 @@ class WarmupAndWsdProblem(Problem):
             "stability for the preconditioned sharpness is (2 + 2 beta1)/((1 - beta1) eta).",
             lambda q: _changed(q, ("threshold_adam", "threshold_expr", "unstable_no_warmup",
                                    "unstable_with_warmup", "min_warmup"), gd_threshold=True),
+            instant="the momentum of Adam's first moment in the stability threshold.",
         ),
         Mistake(
             "threshold-without-learning-rate",
             "this is the limit on eta times the sharpness; the threshold on the sharpness itself is that "
             "limit divided by the learning rate.",
             lambda q: _changed(q, ("threshold_adam", "threshold_expr"), no_lr=True),
+            instant="the learning rate in the stability threshold on the sharpness.",
         ),
         Mistake(
             "warmup-ignored",
             "these are the steps that are unstable at the peak learning rate; during the warmup the "
             "learning rate is only peak * t / W, so use the schedule's value at each measured step.",
             lambda q: _changed(q, ("unstable_with_warmup",), warmup_ignored=True),
+            instant="the learning rate the warmup gives at each measured step.",
         ),
         Mistake(
             "no-branching",
             "every WSD run was counted from scratch; WSD runs share their stable phase, so one run is "
             "continued to the last branch point and each budget adds only its own decay.",
             lambda q: _changed(q, ("steps_wsd", "saving"), no_branching=True),
+            instant="the stable phase that WSD runs share.",
         ),
         Mistake(
             "trunk-to-the-end",
             "the stable run was taken to the longest budget's end and every decay added on top; the "
             "longest budget's decay branches off its own stable phase, like the others.",
             lambda q: _changed(q, ("steps_wsd", "saving"), trunk_to_end=True),
+            instant="where the longest budget's decay branches off.",
         ),
         Mistake(
             "index-not-count",
             "this is the index of the last shared step; the count of shared steps is one more "
             "(steps are numbered from 0).",
             lambda q: _changed(q, ("shared_cosine", "shared_wsd"), index_not_count=True),
+            instant="the difference between a step's index and a count of steps.",
         ),
     )
 

@@ -41,6 +41,25 @@ def _answers(n, p, k, stage):
     }
 
 
+def _sharded_next_stage(q):
+    """The per-device answers of the stage above this one. Stage 3 already shards every model
+    state (parameters, gradients, optimizer states), so there is no further stage to slip into
+    and the mistake cannot be made there."""
+    stage = int(q["stage"])
+    if stage >= 3:
+        return {}
+    return {k: v for k, v in _answers(q["N"], q["P"], q["K"], stage + 1).items() if k.startswith("per_device")}
+
+
+def _sharded_previous_stage(q):
+    """The per-device answers of the stage below this one. Stage 0 shards nothing, so there is
+    no stage below it to slip into and the mistake cannot be made there."""
+    stage = int(q["stage"])
+    if stage <= 0:
+        return {}
+    return {k: v for k, v in _answers(q["N"], q["P"], q["K"], stage - 1).items() if k.startswith("per_device")}
+
+
 # The device each variant runs on (figures from graders.hardware, the vendors' datasheets).
 DEVICES = {"A": hardware.A100, "B": hardware.H100, "C": hardware.MI300X, "D": hardware.B200}
 
@@ -82,13 +101,22 @@ class MemoryProblem(Problem):
             "the fp32 master copy of the weights was left out; mixed-precision Adam keeps "
             "fp32 weights, momentum and variance (K = 12 bytes), beside the fp16 weights and gradients.",
             lambda q: _answers(q["N"], q["P"], q["K"] - 4, int(q["stage"])),
+            instant="the fp32 master copy of the weights.",
         ),
         Mistake(
             "sharded-a-stage-early",
             "more was partitioned than this stage partitions: stage 1 shards only the optimizer "
             "states, stage 2 adds the gradients, and only stage 3 shards the fp16 parameters.",
-            lambda q: {k: v for k, v in _answers(q["N"], q["P"], q["K"], min(int(q["stage"]) + 1, 3)).items()
-                       if k.startswith("per_device")},
+            _sharded_next_stage,
+            instant="which model states this ZeRO stage partitions.",
+        ),
+        Mistake(
+            "sharded-a-stage-late",
+            "less was partitioned than this stage partitions: stage 1 shards the optimizer states, "
+            "stage 2 the gradients as well, and stage 3 the fp16 parameters as well, so at stage 3 "
+            "every model state is divided by P.",
+            _sharded_previous_stage,
+            instant="which model states this ZeRO stage partitions.",
         ),
         *byte_unit_slips(lambda q: {k: v for k, v in _answers(q["N"], q["P"], q["K"], int(q["stage"])).items()
                                     if k in ("total_bytes", "per_device_bytes")}),
@@ -96,6 +124,7 @@ class MemoryProblem(Problem):
             "fp32-gradients",
             "the gradients were counted in fp32 (4 bytes); in mixed precision they are fp16 (2 bytes).",
             lambda q: {"bytes_per_param": 6 + q["K"], "total_bytes": (6 + q["K"]) * q["N"]},
+            instant="the precision the gradients are kept in.",
         ),
     )
 

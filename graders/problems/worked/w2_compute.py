@@ -115,39 +115,46 @@ class ComputeProblem(Problem):
             "pass costs twice the forward, once for the activation gradients and once for the "
             "weight gradients.",
             lambda q: answers(q, k=FORWARD + (FORWARD if _recompute(q) else 0)),
+            instant="the cost of the backward pass.",
         ),
         Mistake(
             "recompute-flipped",
             "the extra forward pass of full activation recomputation was handled the wrong way "
             "round: it belongs in the count only when the variant recomputes.",
             lambda q: answers(q, k=flops_per_param_token(not _recompute(q))),
+            instant="whether this variant recomputes its activations.",
         ),
         Mistake(
             "peak-not-achieved",
             "the time assumes the GPUs run at their peak; they deliver only the `utilization` "
             "fraction of it.",
             lambda q: {"days": answers(q, achieved=q["peak_flops"])["days"]},
+            instant="the throughput each GPU achieves in this run.",
         ),
         Mistake(
             "one-gpu",
             "the time is for a single GPU; the work is shared by all `n_gpus` of them.",
             lambda q: {"days": answers(q, gpus=1)["days"]},
+            instant="the GPUs that share the work.",
         ),
         Mistake(
             "seconds-not-days",
             "the time looks like seconds; `days` is in days of 86,400 seconds.",
             lambda q: {"days": answers(q, day=1)["days"]},
+            instant="the unit the key's name asks for.",
         ),
         Mistake(
             "hours-not-days",
             "the time looks like hours; `days` is in days of 24 hours.",
             lambda q: {"days": answers(q, day=3600)["days"]},
+            instant="the unit the key's name asks for.",
         ),
         Mistake(
             "petaflop-not-pf-day",
             "the compute was divided by 1e15 only; a PF-day is a petaFLOP/s sustained for a whole "
             "day, so it also carries the day's seconds.",
             lambda q: {"pf_days": answers(q, pf_day=10**15)["pf_days"]},
+            instant="what a PF-day measures.",
         ),
     )
 

@@ -76,6 +76,8 @@ def _fp16_everywhere(x, dtype):
 
 def _with_caster(caster, keys):
     def wrong(q):
+        if caster is _fp16_everywhere and _dtype(q) == "float16":
+            return {}   # fp16's own range is the right one for an fp16 cast: no other format to confuse
         answers = _answers(q["grads"], _dtype(q), caster=caster)
         if caster is _fp16_everywhere:
             answers["max_log2_scale"] = max_log2_scale(q["grads"], "float16")
@@ -105,7 +107,11 @@ class RangeProblem(Problem):
     # A: activation gradients of a detector (the SSD situation of Micikevicius Fig. 3), fp16;
     # B: weight gradients of a deep recurrent speech model (Fig. 2b's situation) cast to
     #    float8_e5m2, the gradient format of Micikevicius et al. 2022;
-    # C: the same kind of spread kept in bfloat16;
+    # C: the same kind of spread kept in bfloat16, reaching down into fp32's subnormal range as
+    #    vanishing gradients of a deep net trained in fp32 can (the reason torch offers
+    #    torch.set_flush_denormal): bf16's floor (smallest subnormal 2^-133) is far lower than
+    #    fp16's, but it is a floor: 3.1e-41 rounds to 0, 6.8e-41 rounds up to 2^-133, and
+    #    5.2e-39 survives as a subnormal;
     # D: gradients with one large outlier cast to float8_e4m3fn, the forward-pass format:
     #    its max pins the scale, and e4m3's 18 binades cannot hold the rest (why the FP8
     #    recipes keep e5m2 for gradients).
@@ -119,7 +125,7 @@ class RangeProblem(Problem):
             -4.4e-7, 8.9e-7, -1.3e-6, 3.7e-6, -7.7e-6, 2.5e-5, -5.8e-5, 1.9e-4,
             -6.6e-4, 1.4e-3, -3.9e-3, 8.2e-3, -2.7e-2, 0.11]},
         "C": {"dtype": "bfloat16", "grads": [
-            2.3e-30, -7.4e-25, 1.5e-19, -8.1e-15, 3.6e-12, -9.2e-11, 4.9e-9, -2.7e-8,
+            3.1e-41, -6.8e-41, 5.2e-39, 2.3e-30, -7.4e-25, 1.5e-19, -8.1e-15, 3.6e-12, -9.2e-11, 4.9e-9, -2.7e-8,
             5.4e-8, -1.9e-7, 8.3e-6, -4.1e-5, 2.9e-4, -1.7e-3, 6.6e-3, -0.052, 0.38, -1.7]},
         "D": {"dtype": "float8_e4m3fn", "grads": [
             2.9e-12, -4.7e-11, 8.8e-10, -1.4e-9, 6.1e-9, -2.3e-8, 3.9e-8, -4.6e-8,
@@ -152,18 +158,21 @@ class RangeProblem(Problem):
             "values below the smallest normal number were counted as zero; IEEE half precision "
             "keeps subnormals, which reach further down before a value rounds to 0.",
             _with_caster(_flush_below_normal, ("underflow_fraction", "underflow_fraction_scaled")),
+            instant="the format's subnormal numbers.",
         ),
         Mistake(
             "truncate-not-round",
             "every value below the smallest subnormal was counted as zero; the cast rounds to "
             "nearest, so a value more than half-way to the smallest subnormal rounds up to it.",
             _with_caster(_truncate_below_subnormal, ("underflow_fraction", "underflow_fraction_scaled")),
+            instant="the rounding the cast applies.",
         ),
         Mistake(
             "first-k-that-overflows",
             "this scale is one power of two too large: it is the first k whose scaled maximum "
             "overflows, not the last one that still fits below the largest finite value.",
             lambda q: {"max_log2_scale": max_log2_scale(q["grads"], _dtype(q)) + 1},
+            instant="which scales keep the largest gradient finite in this format.",
         ),
         Mistake(
             "fp16-range-for-bf16",
@@ -171,18 +180,21 @@ class RangeProblem(Problem):
             "ceiling (bfloat16 has 8 exponent bits, fp32's range; the 8-bit formats have far less).",
             _with_caster(_fp16_everywhere, ("underflow_fraction", "max_log2_scale",
                                             "underflow_fraction_scaled")),
+            instant="the exponent range of this variant's format.",
         ),
         Mistake(
             "other-fp8-format",
             "these are the other 8-bit format's numbers; e4m3fn has 4 exponent bits and 3 fraction "
             "bits (less range, more precision), e5m2 has 5 and 2 (fp16's exponent range).",
             _other_fp8,
+            instant="which FP8 layout this variant's dtype names.",
         ),
         Mistake(
             "percent-not-fraction",
             "the share looks like a percentage; give a fraction between 0 and 1.",
             lambda q: {key: 100 * value for key, value in _answers(q["grads"], _dtype(q)).items()
                        if key in ("underflow_fraction", "underflow_fraction_scaled")},
+            instant="how a share is written in this item.",
         ),
         Mistake(
             "minimum-exponent-is-minus-bias",
@@ -191,6 +203,7 @@ class RangeProblem(Problem):
             lambda q: {key: value for key, value in _answers(q["grads"], _dtype(q), exp_shift=-1).items()
                        if key in ("fp16_min_normal", "fp16_min_subnormal", "bf16_min_normal",
                                   "min_subnormal_expr")},
+            instant="what the all-zeros exponent field is reserved for.",
         ),
         Mistake(
             "top-exponent-not-reserved",
@@ -198,6 +211,7 @@ class RangeProblem(Problem):
             "infinity and NaN, so the largest finite value uses the exponent below it.",
             lambda q: {key: value for key, value in _answers(q["grads"], _dtype(q), top_shift=1).items()
                        if key in ("fp16_max", "max_finite_expr")},
+            instant="what the all-ones exponent field is reserved for.",
         ),
     )
 

@@ -155,6 +155,7 @@ class ActivationsProblem(Problem):
             "the activations were counted at 4 bytes a value; they are stored in 16-bit (2 bytes).",
             lambda q: {k: v for k, v in answers(q, bytes_per_value=4).items()
                        if k != "recompute_flops_ratio"},
+            instant="the precision the activations are stored in.",
         ),
         Mistake(
             "scores-forgotten",
@@ -162,6 +163,7 @@ class ActivationsProblem(Problem):
             "softmax output, its dropout mask and the dropout output, each of a*s*s values per sequence.",
             lambda q: {k: v for k, v in answers(q, strategy="selective").items()
                        if k != "recompute_flops_ratio"} if q["strategy"] == "none" else {},
+            instant="the attention scores a layer stores for its backward pass.",
         ),
         Mistake(
             "selective-kept-scores",
@@ -169,6 +171,7 @@ class ActivationsProblem(Problem):
             "the rest of the layer.",
             lambda q: {k: v for k, v in answers(q, strategy="none").items()
                        if k != "recompute_flops_ratio"} if q["strategy"] == "selective" else {},
+            instant="what selective recomputation recomputes.",
         ),
         Mistake(
             "full-kept-everything",
@@ -176,6 +179,7 @@ class ActivationsProblem(Problem):
             "recomputed in the backward pass.",
             lambda q: {k: v for k, v in answers(q, strategy="none").items()
                        if k != "recompute_flops_ratio"} if q["strategy"] == "full" else {},
+            instant="what full recomputation keeps of a layer.",
         ),
         *byte_unit_slips(lambda q: {k: v for k, v in answers(q).items()
                                     if k in ("per_layer_bytes", "total_bytes")}),
@@ -185,6 +189,7 @@ class ActivationsProblem(Problem):
             "a half; the backward costs twice the forward (gradients for activations and for "
             "weights), so price the recomputed forward against that whole step.",
             lambda q: {"recompute_flops_ratio": 1.5} if q["strategy"] == "full" else {},
+            instant="how the backward pass is priced against the forward.",
         ),
         Mistake(
             "inverted-ratio",
@@ -192,6 +197,7 @@ class ActivationsProblem(Problem):
             "at least 1.",
             lambda q: {"recompute_flops_ratio": 1 / answers(q)["recompute_flops_ratio"]}
             if q["strategy"] != "none" else {},
+            instant="the definition of the FLOPs ratio.",
         ),
         Mistake(
             "small-s-approximation",
@@ -199,6 +205,7 @@ class ActivationsProblem(Problem):
             "exact ratio of the two counts.",
             lambda q: {"recompute_flops_ratio": 1 + float(MODEL_S_TERM) * q["s"] / q["h"]}
             if q["strategy"] == "selective" else {},
+            instant="the exact counts behind the ratio.",
         ),
     )
 

@@ -136,23 +136,27 @@ class ClipDecayProblem(Problem):
             "the coefficient was not clamped at 1; clip_grad_norm_ never scales a gradient up, "
             "so on ordinary steps the coefficient is exactly 1.",
             lambda q: {"clip_coefficients": [q["max_norm"] / (n + EPS) for n in q["grad_norms"]]},
+            instant="what clip_grad_norm_ does on an ordinary step.",
         ),
         Mistake(
             "clipped-norm-not-coefficient",
             "these look like the norms after clipping; the coefficient is the factor that "
             "multiplies the gradients, a number no larger than 1.",
             lambda q: {"clip_coefficients": [min(n, q["max_norm"]) for n in q["grad_norms"]]},
+            instant="what the clip coefficient is applied to.",
         ),
         Mistake(
             "one-based-steps",
             "the step indices look 1-based; count the first step as index 0.",
             lambda q: {"clipped_steps": [i + 1 for i in _answers(q)["clipped_steps"]]},
+            instant="how the steps are indexed.",
         ),
         Mistake(
             "decay-without-learning-rate",
             "the decay was applied as (1 - weight_decay) per step; decoupled AdamW multiplies "
             "by (1 - lr * weight_decay), so the learning rate scales the pull.",
             _decay_without_lr,
+            instant="the learning rate's role in AdamW's decoupled decay.",
         ),
         Mistake(
             "e-folding-not-half-life",
@@ -160,12 +164,14 @@ class ClipDecayProblem(Problem):
             "factor e; the half-life asks for a factor of 2.",
             lambda q: {"half_life_steps": 1.0 / (q["lr"] * q["weight_decay"]),
                        "half_life_expr": 1 / (_symbols()[0] * _symbols()[1])},
+            instant="what a half-life measures.",
         ),
         Mistake(
             "small-step-approximation",
             "this is the small-step approximation of the half-life; the exact expression uses "
             "the logarithm of the per-step factor itself.",
             lambda q: {"half_life_expr": sympy.log(2) / (_symbols()[0] * _symbols()[1])},
+            instant="the exact half-life, without approximation.",
         ),
     )
 

@@ -143,3 +143,34 @@ def test_solve_refuses_invalid_parameters(key, value):
     params = dict(PROBLEM.variants["A"], **{key: value})
     with pytest.raises(ValueError, match=key):
         PROBLEM.solve(params)
+
+
+# The variant D this item shipped before issue 27: a 405B model on 16,384 nodes saved by one
+# rank at 2 GB/s. Young's interval (1,986 s) is shorter than one write (2,430 s).
+UNRUNNABLE = {"N": 405_000_000_000, "bytes_per_param": 12, "write_bandwidth": 2e9,
+              "n_nodes": 16384, "failure_rate": 6.50e-3}
+
+
+def test_breakdown_names_a_configuration_the_model_cannot_describe():
+    """Young and Daly assume a write much shorter than the MTBF; past it the item says so."""
+    reasons = PROBLEM.breakdown(UNRUNNABLE)
+    assert any("above 1" in r for r in reasons)
+    assert any("shorter than one checkpoint write" in r for r in reasons)
+
+
+@pytest.mark.parametrize("label", "ABCD")
+def test_every_variant_is_inside_the_model(label):
+    """No variant asks for an interval the model itself says has broken down."""
+    params = PROBLEM.variants[label]
+    assert PROBLEM.breakdown(params) == []
+    answers = PROBLEM.solve(params)
+    assert answers["young_interval_seconds"] > 10 * answers["write_seconds"]
+
+
+def test_variant_d_is_llama_3():
+    """D is Llama 3 405B's run: 419 unexpected interruptions in 54 days on 2,048 nodes of 8 H100
+    (about one every three hours) and Tectonic's sustained 2 TB/s (Llama Team 2024, 3.3)."""
+    q = PROBLEM.variants["D"]
+    assert q["n_nodes"] * 8 == 16_384
+    assert q["failure_rate"] == pytest.approx(419 / (54 * 2048), rel=2e-3)
+    assert PROBLEM.solve(q)["job_mtbf_seconds"] / 3600 == pytest.approx(54 * 24 / 419, rel=2e-3)

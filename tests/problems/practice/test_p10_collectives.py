@@ -1,5 +1,6 @@
 """p10-collectives: the ring factor and the stage-3 formula against what their sources print, the
 reference against real gloo runs of the notebook's code, the launcher's failures, and the grader."""
+import re
 import time
 from pathlib import Path
 
@@ -169,13 +170,45 @@ def test_declared_mistakes_give_wrong_answers(label):
     right = P.solve(q)
     for mistake in P.mistakes:
         wrong = mistake.wrong(q)
-        changed = {k: v for k, v in wrong.items() if v != right[k]}
-        if not changed:
-            assert mistake.name == "mixed-precision-k12" and q["model_dtype"] == "float32"
+        if not wrong:
             continue
+        changed = {k: v for k, v in wrong.items() if v != right[k]}
+        assert changed, mistake.name      # where it cannot be made, `wrong` is empty (below)
         result = P.grade(q, {**right, **changed})
         assert result.score < result.max_score, mistake.name
         assert any(mistake.feedback in line for line in result.feedback), mistake.name
+
+
+def test_the_printed_zero_count_is_a_mistake_only_in_a_run_narrower_than_fp32():
+    # ZeRO's 2+2+12 bytes a parameter and an fp32 run's 4+4+8 are the same 16: in an fp32 variant
+    # the mistake cannot be made (its `wrong` is empty, decided from model_dtype), in a bf16 one it
+    # gives another stage-3 count
+    k12 = next(m for m in P.mistakes if m.name == "mixed-precision-k12")
+    for label, q in P.variants.items():
+        wrong = k12.wrong(q)
+        if q["model_dtype"] == "float32":
+            assert wrong == {}, label
+        else:
+            assert wrong["stage3_formula_bytes"] != P.solve(q)["stage3_formula_bytes"], label
+    assert {q["model_dtype"] for q in P.variants.values()} >= {"float32", "bfloat16"}
+
+
+def test_the_ring_bound_leaves_out_in_network_reduction():
+    # Patarasuk and Yuan's bound is for all-reduces built from messages between the ranks; with
+    # NVLink SHARP the switch reduces, and neither the ring's count nor busbw is what goes on the
+    # wire (nccl-tests issues #212 and #366, NCCL #1455). Wherever p10 states the bound or what
+    # busbw measures, it says so.
+    text = SOURCE.read_text()
+    bound = text.index("can do with less")
+    nearby = " ".join(re.sub(r"(?m)^# ?", "", text[bound - 200:bound + 700]).split())
+    assert "built from messages between the ranks" in nearby
+    assert "in-network reduction" in nearby and "NVLink SHARP" in nearby
+    assert "#212" in nearby and "#366" in nearby and "#1455" in nearby
+    assert text.count("can do with less") == 1
+    import tomllib
+    cards = tomllib.loads((ROOT / "graders/problems/practice/p10_collectives.cards.toml").read_text())["card"]
+    busbw = [c for c in cards if "bus bandwidth" in c["front"]]
+    assert busbw and all("SHARP" in c["back"] for c in busbw)
 
 
 # --- (d) hostile answers and a hostile notebook --------------------------------------------------

@@ -153,6 +153,17 @@ def test_probe_calls_are_deterministic_and_varied():
     json.dumps(calls)                                    # plain data
 
 
+def test_a_hidden_run_shows_whether_clipping_saw_the_true_gradients():
+    # At a clip threshold of 0.5 or 1 this MLP's true gradients are clipped at nearly every step,
+    # and a clipped update is the same with or without unscaling: the hidden runs must include
+    # one whose threshold the true gradients fall beneath, or 'no-unscale' passes unseen.
+    no_unscale = next(m for m in P.mistakes if m.name == "no-unscale")
+    check = P.checks["scaler_weights"]
+    for label, q in P.variants.items():
+        right = P.solve(q)["scaler_weights"]
+        assert not check.judge(right, no_unscale.wrong(q)["scaler_weights"]).passed, label
+
+
 class _Good(mod.ScratchScaler):
     def __init__(self, **settings):
         super().__init__(None, **settings)

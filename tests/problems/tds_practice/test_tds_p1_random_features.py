@@ -22,11 +22,14 @@ def test_reference_fit_is_numpys_minimum_norm_least_squares():
         assert np.allclose(module.reference_fit(A, b), expected, rtol=1e-9, atol=1e-12)
 
 
-def test_the_peak_is_near_the_interpolation_threshold_and_training_error_vanishes_past_it():
+def test_the_peak_is_at_the_interpolation_threshold_and_training_error_vanishes_past_it():
     # Belkin et al. 2019, Fig. 2: the test-risk peak of random-features least squares sits at N = n.
-    for q in P.variants.values():
+    # The item's point is that peak, so in every variant the threshold is in the sweep and the
+    # largest test error is there, not at a neighbouring count (variant A with seed 31 peaked at 36).
+    for name, q in P.variants.items():
+        assert q["n_train"] in q["feature_counts"], name
         r = P.solve(q)
-        assert abs(r["peak_features"] - q["n_train"]) <= 0.15 * q["n_train"]
+        assert r["peak_features"] == q["n_train"], (name, r["peak_features"], q["n_train"])
         for p, train in zip(q["feature_counts"], r["train_errors"]):
             assert (train < 1e-12) == (p >= q["n_train"])
         assert r["test_errors"][-1] < 0.5 * max(r["test_errors"])     # the second descent

@@ -136,7 +136,60 @@ def test_start_up_cost_of_megatron_initial_scale():
     params = PROBLEM.variants["B"]
     ceiling = math.floor(math.log2(FP16_MAX / max(params["grad_max"][:16])))
     skipped = PROBLEM.solve(params)["skipped_steps"]
-    assert skipped == list(range(32 - ceiling))
+    start_up = 32 - ceiling
+    assert skipped[:start_up] == list(range(start_up))
+    assert all(step > start_up for step in skipped[start_up:])   # a clean step ends the start-up
+
+
+# --- every variant tests every idea its declared mistakes are about ---------------------------------
+def _trace(params):
+    """(step, product, overflowed, clean steps before it) along the run, by torch's own scaler."""
+    scale, tracker, rows = params["init_scale"], 0, []
+    for step, peak in enumerate(params["grad_max"]):
+        product = t1.to_float32(t1.to_float32(peak) * scale)
+        inf = t1.overflows(peak, scale)
+        rows.append((step, product, inf, tracker))
+        if inf:
+            scale, tracker = scale * params["backoff_factor"], 0
+        else:
+            tracker += 1
+            if tracker == params["growth_interval"]:
+                scale, tracker = scale * params["growth_factor"], 0
+    return rows
+
+
+@pytest.mark.parametrize("label", "ABCD")
+def test_every_scaler_trace_reaches_the_edges(label):
+    # issue 27: in some variants a declared scaler mistake gave the right answers because the
+    # run never came near the situation it is about; each variant now reaches all of them
+    rows = _trace(PROBLEM.variants[label])
+    assert any(FP16_MAX < product < 65520 and not inf for _, product, inf, _ in rows)   # kept
+    assert any(65520 <= product <= 2.0 ** 16 and inf for _, product, inf, _ in rows)     # inf
+    assert any(inf and clean > 0 for _, _, inf, clean in rows)    # the tracker must restart
+
+
+@pytest.mark.parametrize("name", [m.name for m in PROBLEM.mistakes])
+def test_each_mistake_either_cannot_be_made_or_changes_an_answer(name):
+    index = [m.name for m in PROBLEM.mistakes].index(name)
+    shown = 0
+    for params in PROBLEM.variants.values():
+        right, wrong = PROBLEM.reference(params), PROBLEM.mistaken(params)[index][1]
+        if wrong:
+            assert any(not PROBLEM.checks[k].judge(right[k], wrong[k]).passed for k in wrong)
+            shown += 1
+    assert shown >= 1
+
+
+def test_window_mistakes_are_moot_only_where_the_window_says_so():
+    # fencepost needs a window with ends, negative-count an empty one, truncate-not-round a
+    # gradient below fp16's smallest subnormal: decided from the gradients, per variant
+    by_name = {m.name: m for m in PROBLEM.mistakes}
+    for params in PROBLEM.variants.values():
+        top, rescue = t1._window(params)
+        assert bool(by_name["fencepost"].wrong(params)) == (top >= rescue)
+        assert bool(by_name["negative-count"].wrong(params)) == (top < rescue)
+        below = min(abs(g) for g in params["grads"]) < FP16_MIN_SUBNORMAL
+        assert bool(by_name["truncate-not-round"].wrong(params)) == below
 
 
 def test_solve_rejects_bad_parameters():

@@ -6,6 +6,7 @@ import sympy
 
 from graders import problems
 from graders.problems.worked.w1_memory import per_device
+from tests.problems.worked.mistakes import assert_loses_points_where_made
 
 P1 = problems.get("w1-memory")
 GB = 1e9  # the paper's GB are 10^9 bytes: 7.5B x 16 bytes is printed as 120GB
@@ -87,6 +88,24 @@ def test_each_mistake_loses_points_and_is_named(mistake):
         if result.score < result.max_score:
             named = named or any(mistake.feedback in line for line in result.feedback)
     assert named
+
+
+# Issue 27: 'sharded-a-stage-early' gave the right answers in variant D (stage 3), where there is
+# no stage beyond to slip into. A mistake that can be made in a variant must lose points there; one
+# that cannot says so with an empty wrong answer, decided from the parameters.
+@pytest.mark.parametrize("label", "ABCD")
+@pytest.mark.parametrize("mistake", P1.mistakes, ids=lambda m: m.name)
+def test_a_mistake_that_can_be_made_loses_points_in_every_variant(mistake, label):
+    assert_loses_points_where_made(P1, mistake, label)
+
+
+@pytest.mark.parametrize("stage, early, late", [(0, True, False), (1, True, True), (2, True, True),
+                                                (3, False, True)])
+def test_stage_slips_exist_only_where_a_neighbouring_stage_does(stage, early, late):
+    params = {"N": 1e9, "P": 8, "K": 12, "stage": stage}
+    slips = {m.name: m.wrong(params) for m in P1.mistakes if m.name.startswith("sharded-a-stage")}
+    assert bool(slips["sharded-a-stage-early"]) is early
+    assert bool(slips["sharded-a-stage-late"]) is late
 
 
 @pytest.mark.parametrize("answers", [

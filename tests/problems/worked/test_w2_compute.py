@@ -10,12 +10,14 @@ Sources and what they print:
 """
 import ast
 import math
+import re
 from pathlib import Path
 
 import pytest
 import sympy
 
 from graders import problems
+from tests.problems.worked.mistakes import assert_loses_points_where_made
 
 P = problems.get("w2-compute")
 ROOT = Path(__file__).resolve().parents[3]
@@ -197,3 +199,20 @@ def test_variants_include_current_accelerators():
     """At least two variants run on 2024-2026 parts (H200, B200 or MI300X class)."""
     current = {hardware.H200, hardware.B200, hardware.MI300X}
     assert len([d for d in P.DEVICES.values() if d in current]) >= 2
+
+
+# --- what the cards may say ----------------------------------------------------------------------
+# The recomputation card gave the per-token FLOP count with recomputation ("8 rather than 6 FLOPs
+# per parameter per token"), the coefficient of flops_expr in the recomputing variants.
+def test_no_card_states_the_flops_per_parameter_per_token():
+    from graders.course.cards import item_cards
+    for card in item_cards("w2-compute"):
+        text = f"{card.front} {card.back}"
+        assert not re.search(r"\b[2468]\s*(rather than \d+\s*)?FLOPs? per parameter", text), card.back
+        assert not re.search(r"\b[68]\s*[·*×]?\s*N\s*[·*×]?\s*D\b", text), card.back
+
+
+@pytest.mark.parametrize("label", "ABCD")
+@pytest.mark.parametrize("mistake", P.mistakes, ids=lambda m: m.name)
+def test_a_mistake_that_can_be_made_loses_points_in_every_variant(mistake, label):
+    assert_loses_points_where_made(P, mistake, label)

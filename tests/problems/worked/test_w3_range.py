@@ -8,6 +8,7 @@ import torch
 
 from graders import problems
 from graders.problems.worked import w3_range
+from tests.problems.worked.mistakes import assert_loses_points_where_made
 
 PROBLEM = problems.get("w3-range")
 TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16,
@@ -265,3 +266,31 @@ def test_a_card_quoting_fig3s_zero_share_places_it_in_fp32():
     assert quoting, "the w3 card on Fig. 3 quotes its 67%"
     for card in quoting:
         assert "in fp32" in card["back"] and "in fp16" not in card["back"], card["back"]
+
+
+# --- every declared mistake is tested where it can be made ---------------------------------------
+# The policy scan found 'flush-subnormals', 'truncate-not-round' and 'percent-not-fraction' giving
+# the right answers in variant C (no bf16 value lay near bf16's floor, so the share was 0 either
+# way), and 'fp16-range-for-bf16' in variant A, an fp16 cast where the mistake cannot be made.
+@pytest.mark.parametrize("label", "ABCD")
+@pytest.mark.parametrize("mistake", PROBLEM.mistakes, ids=lambda m: m.name)
+def test_a_mistake_that_can_be_made_loses_points_in_every_variant(mistake, label):
+    assert_loses_points_where_made(PROBLEM, mistake, label)
+
+
+def test_variant_c_reaches_bf16s_floor_as_torch_casts_it():
+    """C's three smallest values: one rounds to 0, one rounds up to bf16's smallest subnormal,
+    one survives as a subnormal, so bf16's floor is a floor."""
+    smallest = PROBLEM.variants["C"]["grads"][:3]
+    cast_values = torch.tensor(smallest).to(torch.bfloat16).float().abs().tolist()
+    tiny = torch.finfo(torch.bfloat16).tiny
+    assert cast_values[0] == 0
+    assert cast_values[1] == tiny * torch.finfo(torch.bfloat16).eps
+    assert 0 < cast_values[2] < tiny
+    assert PROBLEM.solve(PROBLEM.variants["C"])["underflow_fraction"] > 0
+
+
+def test_fp16_range_cannot_be_confused_in_an_fp16_variant():
+    mistake = next(m for m in PROBLEM.mistakes if m.name == "fp16-range-for-bf16")
+    assert mistake.wrong(PROBLEM.variants["A"]) == {}
+    assert mistake.wrong(PROBLEM.variants["C"])

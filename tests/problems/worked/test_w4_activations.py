@@ -23,6 +23,7 @@ import sympy
 
 from graders import problems
 from graders.problems.worked import w4_activations as module
+from tests.problems.worked.mistakes import assert_loses_points_where_made
 
 P = problems.get("w4-activations")
 ROOT = Path(__file__).resolve().parents[3]
@@ -291,3 +292,20 @@ def test_backward_equals_forward_names_no_share_but_the_students_own():
     assert shares_named(mistake.feedback) <= {own}, mistake.feedback
     assert shares_named("adds a quarter, not a half; 4/3; 33%") == {Fraction(1, 4), Fraction(1, 2),
                                                                     Fraction(4, 3), Fraction(33, 100)}
+
+
+# --- what the cards may say ----------------------------------------------------------------------
+# The erratum card printed eq. (8)'s s-term and its correction, the numerator of the graded
+# recompute_flops_ratio for the selective variants; a card names the erratum, not the terms.
+def test_no_card_states_a_term_of_the_graded_ratio():
+    from graders.course.cards import item_cards
+    for card in item_cards("w4-activations"):
+        text = f"{card.front} {card.back}".replace(" ", "")
+        for term in ("s/(3h)", "2s/(9h)", "s/(6h)", "8/6", "4/3"):
+            assert term not in text, (term, card.back)
+
+
+@pytest.mark.parametrize("label", "ABCD")
+@pytest.mark.parametrize("mistake", P.mistakes, ids=lambda m: m.name)
+def test_a_mistake_that_can_be_made_loses_points_in_every_variant(mistake, label):
+    assert_loses_points_where_made(P, mistake, label)

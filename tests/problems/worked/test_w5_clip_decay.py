@@ -1,12 +1,14 @@
 """w5-clip-decay: clipping against clip_grad_norm_, decay against AdamW, and the grader."""
 import math
 import random
+import re
 
 import pytest
 import sympy
 import torch
 
 from graders import problems
+from tests.problems.worked.mistakes import assert_loses_points_where_made
 
 PROBLEM = problems.get("w5-clip-decay")
 
@@ -180,3 +182,23 @@ def test_missing_answers_and_wrong_symbols_score_zero():
     eta, lam = sympy.Symbol("eta", positive=True), sympy.Symbol("lambda", positive=True)
     result = PROBLEM.grade(params, {"decay_expr": (1 - eta * lam) ** s}, keys=["decay_expr"])
     assert result.score == 0 and "not in this problem's notation" in result.feedback[0]
+
+
+# --- what the cards may say ----------------------------------------------------------------------
+# Issue 27: w5's first card printed AdamW's per-step decay factor, (1 − lr·weight_decay), the base
+# of decay_expr and the number half_life_steps is the logarithm of. A card teaches the order and
+# the decoupling; it names no factor, in symbols or in words.
+PER_STEP_FACTOR = re.compile(r"1\s*[−-]\s*(lr|η|eta|\\eta)|(lr|η|eta|learning rate)\s*[·*×]?\s*(weight_decay|λ|lambda|weight decay)"
+                             r"|learning rate times|product of the learning rate", re.IGNORECASE)
+
+
+def test_no_card_states_the_per_step_decay_factor():
+    from graders.course.cards import item_cards
+    for card in item_cards("w5-clip-decay"):
+        assert not PER_STEP_FACTOR.search(f"{card.front} {card.back}"), card.back
+
+
+@pytest.mark.parametrize("label", "ABCD")
+@pytest.mark.parametrize("mistake", PROBLEM.mistakes, ids=lambda m: m.name)
+def test_a_mistake_that_can_be_made_loses_points_in_every_variant(mistake, label):
+    assert_loses_points_where_made(PROBLEM, mistake, label)
