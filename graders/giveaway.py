@@ -28,6 +28,7 @@ that agrees with a symbolic key at random points is then compared as mathematics
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import random
 import re
@@ -335,8 +336,10 @@ def _subtrees(node):
             yield from _subtrees(child)
 
 
-def formulas(text: str, symbols) -> list[sympy.Expr]:
-    """The formulas in the item's notation that `text` writes, and each of their parts.
+@functools.lru_cache(maxsize=64)
+def formulas(text: str, symbols: tuple[str, ...]) -> tuple[sympy.Expr, ...]:
+    """The formulas in the item's notation that `text` writes, and each of their parts
+    (remembered: an item's cards and prose are read once for all its symbolic keys).
 
     `text` may mix prose, LaTeX between dollars and plain notation; only runs made of the
     item's symbols, numbers, functions and operators are read, through `symbolic.from_srepr`."""
@@ -364,7 +367,7 @@ def formulas(text: str, symbols) -> list[sympy.Expr]:
                 i = j - 1
                 break
             i += 1
-    return found
+    return tuple(found)
 
 
 def _close_at_points(a: sympy.Expr, b: sympy.Expr, ranges: dict, points: int = 3) -> bool:
@@ -396,7 +399,7 @@ def states_expression(text: str, key: str, check, references) -> sympy.Expr | No
             targets.append(symbolic.from_srepr(sympy.srepr(ref), allowed))
         except (ValueError, symbolic.ExpressionError):
             continue
-    for candidate in formulas(text, check.symbols):
+    for candidate in formulas(text, tuple(check.symbols)):
         for target in targets:
             if not candidate.free_symbols <= target.free_symbols or not _close_at_points(candidate, target, ranges):
                 continue

@@ -154,6 +154,8 @@ def giveaway_reasons(root: Path, notebook: str, problem) -> list[str]:
     references = [problem.reference(params) for params in problem.variants.values()]
     symbolic = {key: check for key, check in problem.checks.items() if isinstance(check, Expr)}
     numbers = {key: check for key, check in problem.checks.items() if key not in symbolic}
+    values = {key: {_real(ref.get(key)) for ref in references} - {None} for key in numbers}
+    expressions = {key: [ref[key] for ref in references if key in ref] for key in symbolic}
     try:
         cards = item_cards(item)
     except ValueError as exc:
@@ -162,20 +164,19 @@ def giveaway_reasons(root: Path, notebook: str, problem) -> list[str]:
         text = f"{card.front}\n{card.back}"
         for printed in giveaway.printed_values(text):
             for key, check in numbers.items():
-                values = {_real(ref.get(key)) for ref in references} - {None}
-                if any(giveaway.gives_value(printed, value, getattr(check, "rtol", 1e-3)) for value in values):
+                if any(giveaway.gives_value(printed, value, getattr(check, "rtol", 1e-3)) for value in values[key]):
                     reasons.append(f"{item}: card {number} prints {printed.text!r}, the reference {key} "
                                    "of a variant")
                     break
         for key, check in symbolic.items():
-            said = giveaway.states_expression(text, key, check, [ref[key] for ref in references if key in ref])
+            said = giveaway.states_expression(text, key, check, expressions[key])
             if said is not None:
                 reasons.append(f"{item}: card {number} states {key} ({said})")
     if problem.kind == "worked":   # a worked problem derives its expressions in the open
         return reasons
     prose = _released_prose(root, notebook)
     for key, check in symbolic.items():
-        said = giveaway.states_expression(prose, key, check, [ref[key] for ref in references if key in ref])
+        said = giveaway.states_expression(prose, key, check, expressions[key])
         if said is not None:
             reasons.append(f"{item}: the released notebook states {key} ({said})")
     return reasons

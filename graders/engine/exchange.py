@@ -121,6 +121,16 @@ def enrolment(config, course_id: str):
     return why_not
 
 
+def admission(folder: Path, claimed: str, enrolled=None) -> tuple[str, str]:
+    """(why the inbound `folder` is another login's than `claimed`, why `claimed` is not enrolled
+    in the course by `enrolled`, the course's `enrolment` check): both "" when it may be taken.
+    The instructor's own folders are taken as they are; EnrolmentUnknown when the hub cannot say."""
+    forged = refusal(folder, claimed)
+    if forged or enrolled is None or os.lstat(folder).st_uid == os.geteuid():
+        return forged, ""
+    return "", enrolled(claimed)
+
+
 @dataclass
 class SetAside:
     folder: str            # the inbound folder's name
@@ -397,17 +407,15 @@ class CheckedCollect(ExchangeCollect):
             if len(parts) < 3 or parts[1] != assignment or not parts[0] or not fnmatch.fnmatchcase(parts[0], only):
                 continue
             path = os.path.join(self.inbound_path, name)
-            why = refusal(Path(path), parts[0])
-            info = None if why else os.lstat(path)
-            if info is not None and enrolled is not None and info.st_uid != os.geteuid():
-                try:        # the login is the student it names (refusal): are they in the course?
-                    why = enrolled(parts[0])
-                except EnrolmentUnknown as exc:
-                    self.fail(f"cannot tell who is enrolled in {self.coursedir.course_id}: {exc}")
+            try:
+                why = "".join(admission(Path(path), parts[0], enrolled))
+            except EnrolmentUnknown as exc:
+                self.fail(f"cannot tell who is enrolled in {self.coursedir.course_id}: {exc}")
             if why:
                 if set_aside(root, assignment, name, parts[0], why):
                     self.log.warning("set aside %s: %s", name, why)
                 continue
+            info = os.lstat(path)
             moment, _ = submission_time(parts[2])
             if moment is None:       # the student's clock said nothing usable: when it reached us
                 moment = datetime.fromtimestamp(info.st_ctime, timezone.utc)

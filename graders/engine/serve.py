@@ -415,7 +415,7 @@ class Service:
         graded = [a for a in attempts if a.state in ("graded", "grading") and a is not mine]
         why = ""
         try:
-            forged, outsider = self._stranger(job)
+            forged, outsider = exchange.admission(self.inbound / job.folder, job.student, self.enrolled)
         except exchange.EnrolmentUnknown as exc:   # nothing is taken until the hub can say
             mine.state, mine.why, mine.finished = "failed", f"enrolment unknown: {exc}"[:300], time.time()
             journal.save(job.student, attempts)
@@ -454,15 +454,6 @@ class Service:
         mine.state = "grading"
         journal.save(job.student, attempts)
         return False
-
-    def _stranger(self, job: _Job) -> tuple[str, str]:
-        """(why another login's submission in `job.student`'s name is refused, why a login not
-        enrolled in the course is): both '' for a student's own submission to their course."""
-        folder = self.inbound / job.folder
-        forged = exchange.refusal(folder, job.student)
-        if forged or self.enrolled is None or os.lstat(folder).st_uid == os.geteuid():
-            return forged, ""
-        return "", self.enrolled(job.student)
 
     def _give_back(self) -> None:
         """What this service wrote in the course stays the instructor's (closed, and given back to

@@ -242,14 +242,16 @@ def test_a_login_the_hub_does_not_enrol_is_set_aside_by_collect_and_serve(users,
 
         service = serve.Service(course.root, [ASSIGNMENT])
         service._prepare()
-        assert service._stranger(serve._Job(ALICE, ASSIGNMENT, own, "")) == ("", "")
-        forged, outside = service._stranger(serve._Job(MALLORY, ASSIGNMENT, outsider, ""))
+        def admitted(student, folder):   # serve's admission, with the enrolment check its config gives it
+            return exchange.admission(service.inbound / folder, student, service.enrolled)
+        assert admitted(ALICE, own) == ("", "")
+        forged, outside = admitted(MALLORY, outsider)
         assert forged == "" and f"the login {MALLORY} is not enrolled in {COURSE_ID}" in outside
 
         # nothing to ask with: nothing is taken, and the instructor is told why
         monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "someone else's")
         with pytest.raises(exchange.EnrolmentUnknown, match="answered 403"):
-            service._stranger(serve._Job(ALICE, ASSIGNMENT, own, ""))
+            admitted(ALICE, own)
         monkeypatch.delenv("JUPYTERHUB_API_TOKEN")
         with pytest.raises(RuntimeError, match="cannot tell who is enrolled"):
             nbgrader("collect", "--update", ASSIGNMENT, cwd=course.root)
