@@ -170,6 +170,7 @@ def grade_notebook(course, instructor, student, path, socket_path, limits) -> No
         job, tests = build_job(course, instructor, nb, student)
     except Exception as exc:  # noqa: BLE001 - a grader bug must not stop the batch
         return broken(out, instructor, course, f"the grader could not prepare this notebook ({exc!r:.200})")
+    job["files"].setdefault(f"{instructor.name}.ipynb", str(path))   # the student's own file, where a kernel has it
     job["files"], left_out = fit_files(job["files"], limits)
     out.notes += left_out
     run = run_job(socket_path, job, limits)   # SandboxUnavailable propagates: not the student's fault

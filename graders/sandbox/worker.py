@@ -406,6 +406,22 @@ def make_shell():
         def enable_gui(self, gui=None):
             pass
 
+        def system_piped(self, cmd):
+            """`!cmd` as a kernel runs it, through pipes: IPython's own runs it on a pseudo-terminal,
+            and the sandbox has none. Its output is the cell's, under the cell's bounds."""
+            import subprocess
+            if cmd.rstrip().endswith("&"):
+                raise OSError("Background processes not supported.")
+            done = subprocess.run(self.var_expand(cmd, depth=1), shell=True, executable="/bin/sh",
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, check=False)
+            sys.stdout.write(done.stdout.decode("utf-8", "replace"))
+            self.user_ns["_exit_code"] = done.returncode
+            if self.system_raise_on_error and done.returncode != 0:
+                raise subprocess.CalledProcessError(done.returncode, cmd)
+
+        system = system_piped
+
     config = Config()
     config.HistoryManager.enabled = False
     config.InteractiveShell.colors = "NoColor"
@@ -952,6 +968,7 @@ def sandbox(job, config, out_fd, setup_fd, uid, isolate, strict, scratch, group)
     quiet_fds(out_fd)
     os.chdir(work)
     environment(job, work)
+    sys.path.insert(0, work)   # as a kernel has its notebook's folder: modules shipped beside it import
     emit = Emitter(out_fd)
     emit({"type": "isolation", "layers": layers})
     run_cells(job, limits, emit)
