@@ -95,18 +95,7 @@ class ClassData:
 
 
 def _problem(name: str):
-    """The registered problem of notebook `name`, importing only its own module (not all of them,
-    some of which load torch), or None."""
-    import importlib
-
-    from graders.problem import Problem
-    try:
-        module = importlib.import_module(f"graders.problems.{name.replace('-', '_')}")
-    except ImportError:
-        module = None
-    problem = getattr(module, "PROBLEM", None)
-    if isinstance(problem, Problem) and problem.id == name:
-        return problem
+    """The registered problem of notebook `name` (`problems.get` imports only its own module), or None."""
     from graders import problems
     try:
         return problems.get(name)

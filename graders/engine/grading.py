@@ -59,7 +59,7 @@ def task_seconds(course: Course, limits: Limits) -> float:
     """How long one submission's grading may take in all: every notebook's run and its grading."""
     cells = sum(len(nb.autograded_tests) for nb in course.notebooks.values())
     # a notebook's limit counts its own CPU time; the wall clock may run wall_factor times longer
-    wall = float(limits.notebook_seconds) * max(1.0, float(getattr(limits, "wall_factor", 1.0)))
+    wall = float(limits.notebook_seconds) * max(1.0, float(limits.wall_factor))
     return len(course.notebooks) * (wall + 30.0) + cells * GRADE_SECONDS + 60.0
 
 

@@ -261,7 +261,6 @@ class CellTimeout(BaseException):
 # ----------------------------------------------------------------------------- zygote
 SHELL = None
 ENCODE = None
-CONFIG = {}
 LAYER_PROBE = {}
 
 
