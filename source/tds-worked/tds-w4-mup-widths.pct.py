@@ -82,8 +82,9 @@
 # which tds-t1 and II.8 t3-critical-batch discuss. The transfer is only as good as the proxy: if the
 # proxy is too narrow for the optimum to have settled, or differs in depth, sequence length or data,
 # the transferred rate can be wrong. Large-scale checks (for example Lingle 2024, *A Large-Scale
-# Exploration of µ-Transfer*) found the learning rate transfers in most settings but not in all:
-# some choices, such as trainable gains in the normalisation layers or unusual optimisers, broke it.
+# Exploration of µ-Transfer*, up to 10B parameters) found the learning rate transfers in most
+# settings but not in all: trainable scale parameters, such as gains in the normalisation layers,
+# were among the choices that broke it.
 
 # %% [markdown]
 # ## 3. Worked example (not your variant)

@@ -80,8 +80,8 @@ class MupWidthsWorked(Problem):
     symbols = SYMBOLS
     # Target widths are real d_model values; the base is a narrow proxy. Base rates and stds are
     # published values of real models, used here as the proxy's tuned values.
-    # A: Tensor Programs V's GPT-3 transfer (§7.3: a 40M-parameter proxy for GPT-3 6.7B), base
-    #    width 256, targets GPT-3 Medium, 6.7B and 175B (Brown et al. 2020, Table 2.1: d_model
+    # A: Tensor Programs V's GPT-3 transfer (a 40M-parameter proxy for GPT-3 6.7B, as its abstract
+    #    says; the proxy's width, 256 here, was not verified), targets GPT-3 Medium, 6.7B and 175B (Brown et al. 2020, Table 2.1: d_model
     #    1024, 4096, 12288); rate 6e-4 and std 0.02 as GPT-3 Small / GPT-2 use.
     # B: the paper's BERT transfer (a 13M proxy for BERT-large): base 128, targets 512, BERT-base
     #    768 and BERT-large 1024; Adam rate 1e-4 and init std 0.02 as in Devlin et al. 2019.
