@@ -90,7 +90,7 @@
 # ## 3. Worked example (not your variant)
 #
 # A proxy of width 128 was tuned to Adam rate $10^{-3}$, hidden and readout init std 0.05. We want
-# widths 512 and 2560. We compute every Table 3 quantity, then check numerically that Table 3 and
+# widths 640 and 2816. We compute every Table 3 quantity, then check numerically that Table 3 and
 # Table 8 are the same training run, and that the initial logits shrink as the derivation says.
 
 # %%
@@ -100,7 +100,7 @@ import sympy
 import torch
 
 base, lr0, s_hidden, s_out = 128, 1e-3, 0.05, 0.05
-for width in (512, 2560):
+for width in (640, 2816):
     m = width / base
     print(f"width {width} (m = {m:g}):")
     print(f"  hidden:  std {s_hidden / math.sqrt(m):.5f} (SP the same)   Adam rate {lr0 / m:.2e} (SP {lr0:.0e})")
@@ -114,7 +114,7 @@ for width in (512, 2560):
 
 # %%
 torch.manual_seed(0)
-width, m, classes = 2560, 2560 / 128, 10
+width, m, classes = 2816, 2816 / 128, 10
 features = torch.randn(64, width)
 targets = torch.randint(0, classes, (64,))
 draw = torch.randn(classes, width) * s_out
@@ -135,7 +135,7 @@ for step in range(3):
 # The two are the same model to rounding. The initial logits, measured rather than derived:
 
 # %%
-widths = [128, 512, 2560, 10240]
+widths = [128, 640, 2816, 11264]
 x = {w: torch.randn(2000, w) for w in widths}
 scale = []
 for w in widths:
