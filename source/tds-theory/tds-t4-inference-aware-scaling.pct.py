@@ -84,8 +84,8 @@
 #   optimum that asks for thousands of tokens per parameter is a direction, not a recipe.
 # - **FLOPs are not dollars.** Inference runs at a lower utilisation than training (decoding small
 #   batches is memory-bound), and it is often served on different hardware at a different price.
-#   Sardana et al. also solve a cost version with those differences, and the push towards smaller
-#   models gets stronger.
+#   Sardana et al. also solve a version priced in money that accounts for those differences; the
+#   FLOP-count answer graded here is the simpler of the two.
 # - **Demand is a forecast.** The optimum moves with the demand, and the demand is guessed before
 #   training. A model that turns out to be less popular than planned was over-trained for nothing.
 # - **Quality is not only loss.** Two models at the same loss need not be equally good at every task,
