@@ -24,8 +24,8 @@
 # change with width, each unit's incoming weights, and so its feature, move by an amount of order
 # $1/\sqrt n$ of their initial size. The output still changes by an amount of order one, because it
 # sums $n$ small changes that all push in the direction that reduces the loss. Lee et al. (2019)
-# measured exactly this: the relative change of the weights during training falls like one over the
-# square root of the width (their Figure 1). In the limit nothing inside the network changes, the
+# measured exactly this, plotting the relative change of the weights during training against the
+# width: it falls like one over the square root of the width. In the limit nothing inside the network changes, the
 # tangent kernel stays put (tds-t2), and training is a linear regression on features fixed at
 # initialisation.
 #

@@ -3,7 +3,7 @@
 The picture. Under the NTK parametrisation (each layer's output divided by the square root of its
 fan-in, one learning rate at every width; Jacot et al. 2018), a wider network fits the same data
 with smaller moves of each weight: the relative change of the weights and of the hidden features
-falls like 1/sqrt(n) at width n (Lee et al. 2019, §2 and Fig. 1), so in the limit the features
+falls like 1/sqrt(n) at width n (Lee et al. 2019, §2, who measure it against width), so in the limit the features
 freeze and the network trains as its linearisation, a fixed kernel machine ("lazy"). Under muP
 (Yang & Hu 2021, "Feature Learning in Infinite-Width Neural Networks", Tensor Programs IV; for one
 hidden layer it is the mean-field scaling, output divided by n and learning rate multiplied by n),
@@ -132,7 +132,7 @@ class LazyVersusRichConcept(Problem):
         Mistake("one-over-width",
                 "under the NTK parametrisation the relative movement falls like 1/sqrt(n), not 1/n: the output "
                 "is divided by sqrt(n), so each hidden unit's weights get a gradient of size 1/sqrt(n), and "
-                "that is how far each unit's feature moves (Lee et al. 2019, Fig. 1).",
+                "that is how far each unit's feature moves.",
                 lambda q: _changed(q, ntk_power=1.0),
                 instant="how the NTK parametrisation's output scale sets the size of each weight's step."),
         Mistake("mup-also-freezes",

@@ -4,9 +4,11 @@ Sources: Jacot, Gabriel & Hongler, "Neural Tangent Kernel: Convergence and Gener
 Networks" (NeurIPS 2018, arXiv 1806.07572): in the infinite-width limit the tangent kernel is
 deterministic at initialisation (their Theorem 1) and stays constant during training (Theorem 2).
 Lee et al., "Wide Neural Networks of Any Depth Evolve as Linear Models Under Gradient Descent"
-(NeurIPS 2019, arXiv 1902.06720), §2.2: under squared loss the linearised network's outputs on the
-training set follow f_t - y = exp(-η Θ t)(f_0 - y) under gradient flow, and gradient descent on
-the linearised model converges for η < 2 / λ_max(Θ) (their η_critical, §2.3 / Theorem 2.1).
+(NeurIPS 2019, arXiv 1902.06720), §2: under squared loss the linearised network's outputs on the
+training set follow f_t - y = exp(-η Θ t)(f_0 - y) under gradient flow, and the real network stays
+within O(1/sqrt(width)) of them (their Theorem 2.1, stated for rates below a critical rate; its
+exact form was not verified here). Gradient descent on the linearised model converges for
+η < 2 / λ_max(Θ): the quadratic's bound (tds-c1, tds-e1).
 
 Convention here: loss ½ Σ_k (f(x_k) - y_k)² summed over the n training points (no 1/n), kernel
 Θ = J Jᵀ (J the Jacobian of the n outputs with respect to all parameters), eigenvalues μ_i

@@ -117,7 +117,7 @@ def _changed(q, **kw):
 
 
 SARDANA_FIT = {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.336, "beta": 0.283}
-BESIROGLU_FIT = {"E": 1.82, "A": 482.01, "B": 2085.43, "alpha": 0.3478, "beta": 0.3658}
+BESIROGLU_FIT = {"E": 1.8172, "A": 482.01, "B": 2085.43, "alpha": 0.3478, "beta": 0.3658}
 
 
 class InferenceAwareScalingTheory(Problem):

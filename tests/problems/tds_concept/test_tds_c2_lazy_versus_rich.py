@@ -17,8 +17,8 @@ RUNS = {
 
 
 def test_ntk_movement_falls_like_one_over_sqrt_width_and_mup_stays_put():
-    # Lee et al. 2019 (arXiv 1902.06720), Fig. 1: relative change of the weights ~ n^(-1/2) under the
-    # NTK parametrisation; Yang & Hu 2021 (arXiv 2011.14522), §3: Theta(1) feature updates under muP.
+    # Lee et al. 2019 (arXiv 1902.06720), §2: relative change of the weights ~ n^(-1/2) under the
+    # NTK parametrisation (the figure that plots it was not read by the search tool); Yang & Hu 2021 (arXiv 2011.14522), §3: Theta(1) feature updates under muP.
     ntk = [feature_movement(n, "ntk") for n in (256, 1024)]
     mup = [feature_movement(n, "mup") for n in (256, 1024)]
     assert abs(ntk[1] / ntk[0] - 0.5) < 0.05

@@ -64,9 +64,10 @@ def test_counts_are_what_gradient_descent_on_each_component_does():
 
 
 def test_above_the_bound_the_top_component_of_the_real_network_grows():
-    """Lee et al. 2019, §2.3: gradient descent on the linearised model converges only for
-    eta < 2 / lambda_max. No numeric value of theirs is checked here; the bound is checked against the
-    real wide network, whose top component grows at a rate 5% above it over the first steps."""
+    """Gradient descent on the linearised model converges only for eta < 2 / lambda_max (the
+    quadratic's bound; Lee et al. 2019 state their Theorem 2.1 below a critical rate whose exact form
+    was not verified here). No printed number is checked; the bound is checked against the real wide
+    network, whose top component grows at a rate 5% above it over the first steps."""
     q = P.variants["B"]
     x, y, w, a = _setup(q)
     kernel = empirical_ntk(x, w, a)

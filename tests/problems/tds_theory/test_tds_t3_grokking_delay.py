@@ -35,16 +35,16 @@ def test_the_delay_scales_like_one_over_eta_lambda_to_first_order():
 
 
 def test_variant_a_is_nanda_et_als_setup():
-    """Nanda et al. 2023, §3 (and their released notebook): p = 113, 30% of the pairs for training,
-    full-batch AdamW with lr 1e-3 and weight decay 1, betas (0.9, 0.98). The rate and decay were read
-    from their notebook's hyperparameter cell (frac_train = 0.3, lr = 1e-3, wd = 1); the paper's own
-    text was not available to the search tool, so the section number is from memory.
+    """Nanda et al. 2023 (arXiv 2301.05217) and their released notebook: p = 113, 30% of the pairs
+    for training, full-batch AdamW with lr 1e-3 and weight decay 1, betas (0.9, 0.98). The rate and
+    decay were read from the notebook's hyperparameter cell (frac_train = 0.3, lr = 1e-3, wd = 1); the
+    paper's own text was not available to the search tool.
     Variant C's Omnigrok MNIST setting (lr 1e-3, weight decay 0.01) was read from a third-party
     reproduction of Liu et al.'s notebook, not from the paper: unverified."""
     a = P.variants["A"]
     assert (a["lr"], a["weight_decay"]) == (1e-3, 1.0)
     b = P.variants["B"]
-    # Power et al. 2022, App. A.1 (as a re-implementation's defaults state): lr 1e-3, weight decay 1.
+    # Power et al. 2022 as a re-implementation's defaults restate them (not read from the paper): lr 1e-3, weight decay 1.
     assert (b["lr"], b["weight_decay"]) == (1e-3, 1.0)
 
 
