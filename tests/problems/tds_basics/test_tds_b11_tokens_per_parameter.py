@@ -35,3 +35,12 @@ def test_every_variant_mixes_under_and_over_trained_models():
     for q in P.variants.values():
         multiples = P.solve(q)["chinchilla_multiple"]
         assert min(multiples) < 1 < max(multiples)
+
+
+def test_metas_chinchilla_budget_for_llama3_8b_is_not_exactly_twenty_per_parameter():
+    # Meta's Llama 3 announcement (April 2024): "the Chinchilla-optimal amount of training compute
+    # for an 8B parameter model corresponds to ~200B tokens" -- 25 tokens per parameter, the
+    # notebook's point that twenty is a landmark, not a law; and 15T tokens is ~75 times that.
+    ratio, _, multiple = _one("Llama 3 8B at Meta's optimum", 8e9, 200e9)
+    assert np.isclose(ratio, 25) and np.isclose(multiple, 1.25)
+    assert np.isclose(_one("Llama 3 8B", 8e9, 15e12)[0] / ratio, 75)
