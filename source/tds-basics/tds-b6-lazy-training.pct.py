@@ -52,7 +52,13 @@
 # lazily. Width in the NTK parametrisation is one way of turning up that factor. Their
 # experiments also show the price: networks pushed into the lazy regime generalise worse on
 # real image tasks than the same networks trained normally, because a kernel machine cannot
-# learn new features; it can only reweight the ones it was born with.
+# learn new features; it can only reweight the ones it was born with. Luo, Xu, Ma and Zhang (2021,
+# *Phase Diagram for Two-layer ReLU Neural Networks at Infinite-width Limit*, JMLR) use exactly
+# this item's number, the relative change of a two-layer network's input weights as the width
+# grows, to map the regimes: it tends to zero in the linear (lazy) regime, stays of order one in
+# a critical regime, and grows without bound in a condensed regime where the hidden units
+# gather along a few directions. Which regime a network is in depends on how its initialisation
+# scales with width.
 #
 # That is the point of the concept for this module. A real network that performs well is
 # usually *not* lazy: its first layers end far from where they started, and the features
