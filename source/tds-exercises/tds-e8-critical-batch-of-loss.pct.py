@@ -87,9 +87,10 @@
 # %% [markdown]
 # ## 4. Where the law stops
 #
-# - **It is a fit over a window.** Kaplan et al.'s models reached losses of roughly three to six
-#   nats; the law is measured there. Using it at the losses of much larger models (two nats and
-#   below) is an extrapolation, and the further you go, the less it is worth.
+# - **It is a fit over a window.** Kaplan et al.'s critical-batch measurements (their Fig. 10)
+#   run from high losses early in training down to about three nats; the law is measured
+#   there. Using it at the losses of much larger models (two nats
+#   and below) is an extrapolation, and the further you go, the less it is worth.
 # - **The loss has a floor.** Written in the convention above, the critical batch grows without
 #   bound only as the loss goes to zero, but no model reaches zero: natural text has an
 #   irreducible entropy (the $E$ of Hoffmann et al.'s law, e09-chinchilla). Near that floor the

@@ -37,7 +37,7 @@ def test_the_expression_is_kaplans_eq_5_3_and_fig_10():
 
 def test_the_critical_loss_inverts_the_law_and_lands_on_kaplans_losses():
     # Kaplan's own batch (512 x 1024 tokens, §2.3) is critical at a loss inside the range his models
-    # covered (about 3 to 6 nats), and GPT-3 175B's 3.2M tokens near the losses of large models.
+    # measured (Fig. 10's axis runs from about 3 to 10 nats), and GPT-3 175B's 3.2M tokens near the losses of large models.
     for q in P.variants.values():
         r = P.solve(q)
         loss = sympy.Symbol("loss", positive=True)
