@@ -314,9 +314,10 @@ spike_steps, recovery_steps = detect(params)
 ### END SOLUTION
 
 # %% nbgrader={"grade": true, "grade_id": "check_spikes", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
+import numbers
 # Form only: the values are checked when your notebook is graded.
 assert isinstance(spike_steps, list) and isinstance(recovery_steps, list), "spike_steps and recovery_steps should be lists"
-assert all(isinstance(s, int) for s in spike_steps + recovery_steps), "the entries are ints (steps)"
+assert all(isinstance(s, numbers.Integral) for s in spike_steps + recovery_steps), "the entries are whole numbers (steps)"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("tds-b10-loss-spike", "check_spikes", globals())
