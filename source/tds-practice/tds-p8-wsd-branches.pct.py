@@ -269,8 +269,8 @@ except NameError as exc:
 # %% [markdown]
 # ## 8. Read it
 #
-# **The losses.** At every length the branch ends close to the cosine run, within about a tenth of
-# its loss, sometimes below and sometimes above. At the shortest length WSD tends to be ahead: a
+# **The losses.** At no length does the branch end more than about a tenth behind the cosine run,
+# and at some it ends ahead. At the shortest length WSD tends to be clearly ahead: a
 # cosine run starts lowering its rate from the first step after warmup, so a short cosine run spends
 # much of its budget at low rates before it has learned much, while the WSD trunk keeps the peak rate
 # until the decay. At the longer lengths the two trade places from variant to variant, which is what
