@@ -39,8 +39,9 @@
 # for thousands of steps has an embedding row whose gradient is zero, then suddenly not. PaLM's
 # §5.1 describes the spikes themselves and the fix that worked: restart about 100 steps before the
 # spike and skip roughly 200 to 500 batches. Wortsman et al. (*Small-scale proxies for large-scale
-# Transformer training instabilities*, 2023) reproduce instabilities of this family in small
-# models, which is why the mechanism can be studied without a cluster.
+# Transformer training instabilities*, 2023) show that instabilities of large Transformers can be
+# reproduced and studied in small ones, with Adam's settings among the causes they examine, which is
+# why a mechanism like this one can be studied without a cluster.
 #
 # One caution about the story as it is often retold: a burst does **not** always give a large
 # first step. Whether it does depends on the two decays together, and for the $\beta_2 = 0.95$ that

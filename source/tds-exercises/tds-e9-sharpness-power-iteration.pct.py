@@ -40,9 +40,10 @@
 # the runner-up falls behind very slowly, and a stopping rule that watches the change between successive
 # estimates sees small changes and stops, although the estimate is still far from converged. Second,
 # a *negative eigenvalue of larger magnitude*: power iteration does not know that you wanted the largest
-# eigenvalue; it finds the largest in size. Early in training, Hessians can have substantial negative
-# eigenvalues (Ghorbani, Krishnan and Xiao, ICML 2019, watch them shrink during the first phase of
-# training), and then the "sharpness" the method reports is a negative number, or, if one takes its
+# eigenvalue; it finds the largest in size. A network's Hessian away from a minimum is not positive
+# definite, and nothing makes its negative eigenvalues smaller in size than its top positive one
+# (Ghorbani, Krishnan and Xiao, ICML 2019, estimate the whole spectrum, negative part included, along
+# training); when one is larger, the "sharpness" the method reports is a negative number, or, if one takes its
 # absolute value, a curvature of the wrong sign. The remedy is a shift: run it again on $H + cI$
 # with $c$ the magnitude just found, so that the most negative direction moves to zero and the most
 # positive one becomes the largest; or use Lanczos, which gives both ends of the spectrum at once.

@@ -63,9 +63,9 @@
 # $r(p - n - 1) = \sigma p$, so there is a best over-parametrised size when $r > \sigma$, at about
 # $p \approx r(n+1)/(r - \sigma)$. In the proportional limit the risk there is $2r\sigma - \sigma^2$, which is
 # below $r^2$ but above what the *under*-parametrised branch reaches for small $p$. In this model the
-# second descent never beats the first: HMRT make the point themselves, and it is why they (and
-# tds-w1) turn to misspecified models, where extra features bring extra signal, to show
-# over-parametrisation winning.
+# second descent never beats the first, as the two formulas show at once: that is why tds-w1 (and
+# HMRT's own misspecified and random-features models) let extra features bring extra signal, which is
+# what it takes for over-parametrisation to win.
 
 # %% [markdown]
 # ## 2. Ridge with the right penalty

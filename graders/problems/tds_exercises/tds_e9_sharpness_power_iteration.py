@@ -108,8 +108,9 @@ class SharpnessPowerIterationExercise(Problem):
     # Illustrative but realistic spectra (no paper prints these exact lists): A a network at the
     # edge of stability with η = 0.01 (sharpness near 2/η = 200, Cohen et al. 2021) and a few
     # outliers below it, as Sagun et al. 2017 and Papyan 2019 describe; B a near-tie at the top;
-    # C early in training, where Ghorbani, Krishnan and Xiao (ICML 2019) find large negative
-    # eigenvalues; D a sharp model with a negative eigenvalue second in size. Tolerances and caps:
+    # C a negative eigenvalue larger in size than the top positive one, possible away from a minimum
+    # (Ghorbani, Krishnan and Xiao, ICML 2019, estimate such spectra with their negative part);
+    # D a sharp model with a negative eigenvalue second in size. Tolerances and caps:
     # PyHessian's defaults (1e-3, 100), and a stricter run in D.
     variants = {
         "A": {"eigenvalues": [220.0, 160.0, 95.0, 40.0, -25.0], "tol": 1e-3, "max_iter": 100},

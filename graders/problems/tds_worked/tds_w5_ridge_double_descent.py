@@ -111,8 +111,8 @@ class RidgeDoubleDescentWorked(Problem):
     assignment = "tds-worked"
     symbols = SYMBOLS
     # A: Nakkiran et al. 2021's Fig. 1 noise and signal (σ = 0.5, |β| = 1) with n = 100 examples;
-    # B-D: sizes and signal-to-noise ratios (r²/σ² from 4 to 20) of the range HMRT plot (their Fig. 2
-    # uses SNR values from 1 to 5 in the same model); illustrative, not copied from a table.
+    # B-D: illustrative sizes and signal-to-noise ratios r²/σ² from 4 to 20 (not copied from a table),
+    # each with r > σ so that the over-parametrised branch has a least point.
     variants = {
         "A": {"n_samples": 100, "noise_var": 0.25, "signal": 1.0,
               "feature_counts": [20, 50, 90, 110, 200, 400]},
