@@ -36,10 +36,10 @@ def test_module_page_lists_every_concept_with_its_summary_and_counts():
     for number, label in ((counts["concepts"], "concepts"), (counts["cards"], "flashcards"),
                           (counts["reading"]["minutes"], "minutes of reading")):
         assert f"<b>{number}</b>{label}" in page
-    assert page.count('<li class="concept">') == len(tds.concepts) == 10
+    assert page.count('<li class="concept">') == len(tds.concepts) == 16
     positions = [page.index(f"<strong>{name.replace('&', '&amp;')}</strong>") for name in tds.concepts]
     assert positions == sorted(positions)
-    assert '<span class="number">01</span>' in page and '<span class="number">10</span>' in page
+    assert '<span class="number">01</span>' in page and '<span class="number">16</span>' in page
     assert '<a href="../practice/p5-loss-spike/index.html">p5-loss-spike</a>' in page
     assert '<span class="missing">e09-chinchilla</span>' in page     # no page built: named, not linked
 
@@ -48,7 +48,7 @@ def test_every_concept_has_a_summary_and_names_only_known_items():
     """Concepts are data: each has a one-line summary, and every item it names is in chapters.toml."""
     known = {nb.split("/")[-1] for c in load_chapters(ROOT) for nb in c.notebooks}
     tds = _chapter("TDS")
-    assert len(tds.concept_notes) == 10
+    assert len(tds.concept_notes) == 16
     for concept in tds.concept_notes:
         assert concept.summary and "\n" not in concept.summary, concept.name
         assert set(concept.items) <= known, (concept.name, set(concept.items) - known)
@@ -86,7 +86,7 @@ def served_pages(tmp_path):
 
 @pytest.mark.browser
 def test_module_page_in_a_browser(served_pages):
-    """In chromium, the TDS page shows its counts and ten numbered concepts, and an item link works."""
+    """In chromium, the TDS page shows its counts and sixteen numbered concepts, and an item link works."""
     sync_api = pytest.importorskip("playwright.sync_api")
     if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"{CHROMIUM} is not installed")
@@ -107,7 +107,7 @@ def test_module_page_in_a_browser(served_pages):
             assert [t.split()[0] for t in shown] == [str(counts["concepts"]), str(counts["cards"]),
                                                     str(counts["reading"]["minutes"])]
             items = page.locator("li.concept")
-            assert items.count() == 10
+            assert items.count() == 16
             assert items.nth(0).locator(".number").inner_text() == "01"
             assert items.nth(6).locator("strong").inner_text() == "The Edge of Stability"
             page.screenshot(path=str(ARTIFACTS / "module-TDS.png"), full_page=True)

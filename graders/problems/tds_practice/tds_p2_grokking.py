@@ -84,10 +84,12 @@ def grok_run(params, weight_decay):
 
 
 def reference_first_step(steps, values, threshold):
-    """The first logged step whose value is at least `threshold`; -1 when there is none (torch)."""
-    v = torch.tensor([float(u) for u in values], dtype=torch.float64)
-    hits = torch.nonzero(v >= float(threshold)).flatten()
-    return int(steps[int(hits[0])]) if hits.numel() else -1
+    """The first logged step whose value is at least `threshold`; -1 when there is none (torch,
+    on one thread: the grader's forked workers call it)."""
+    with quiet_torch():
+        v = torch.tensor([float(u) for u in values], dtype=torch.float64)
+        hits = torch.nonzero(v >= float(threshold)).flatten()
+        return int(steps[int(hits[0])]) if hits.numel() else -1
 
 
 def slipped_first_step(steps, values, threshold, kind):
