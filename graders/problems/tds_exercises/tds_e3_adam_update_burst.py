@@ -28,7 +28,7 @@ import sympy
 
 from graders.numeric import Count, Number
 from graders.problem import Mistake, Problem
-from graders.problems.common.answers import differing
+from graders.problems.common.changed import differing
 from graders.symbolic import Expr, symbols_for
 
 SYMBOLS = ("beta1", "beta2", "k")

@@ -34,7 +34,7 @@ import sympy
 
 from graders.numeric import Count, Number, Numbers
 from graders.problem import Mistake, Problem
-from graders.problems.common.answers import differing
+from graders.problems.common.changed import differing
 from graders.symbolic import Expr, symbols_for
 
 SYMBOLS = ("p", "n")
