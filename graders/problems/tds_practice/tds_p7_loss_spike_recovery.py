@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from functools import lru_cache
 
 import numpy as np
@@ -46,6 +45,7 @@ from torch import nn
 
 from graders.numeric import Count, Numbers, Outputs
 from graders.problem import Mistake, Probe, Problem, seed_for
+from graders.problems.common.changed import differing
 from graders.problems.common.torch_runs import quiet_torch
 
 DETECTOR = "spike_score"
@@ -242,17 +242,8 @@ def _answers(params, detector_kind="right", plan_kind="right", measure_kind="rig
     }
 
 
-def _differs(a, b):
-    if isinstance(a, (list, tuple)):
-        return len(a) != len(b) or any(_differs(x, y) for x, y in zip(a, b))
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a != b
-    return not math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-12)
-
-
 def _changed(q, **kw):
-    right, wrong = _answers(q), _answers(q, **kw)
-    return {k: v for k, v in wrong.items() if _differs(v, right[k])}
+    return differing(_answers(q), _answers(q, **kw), rtol=1e-4, atol=1e-12)
 
 
 class LossSpikeRecovery(Problem):

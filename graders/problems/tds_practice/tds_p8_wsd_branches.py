@@ -39,6 +39,7 @@ import torch
 
 from graders.numeric import Numbers, Outputs
 from graders.problem import Mistake, Probe, Problem, seed_for
+from graders.problems.common.changed import differing
 from graders.problems.common.torch_runs import quiet_torch
 
 PLAN = "branch_plan"
@@ -241,15 +242,8 @@ def _answers(params, plan_kind="right", lr_kind="right", cost_kind="right"):
     }
 
 
-def _differs(a, b):
-    if isinstance(a, (list, tuple)):
-        return len(a) != len(b) or any(_differs(x, y) for x, y in zip(a, b))
-    return not math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
-
-
 def _changed(q, **kw):
-    right, wrong = _answers(q), _answers(q, **kw)
-    return {k: v for k, v in wrong.items() if _differs(v, right[k])}
+    return differing(_answers(q), _answers(q, **kw), rtol=1e-6, atol=1e-12)
 
 
 class WsdBranches(Problem):
