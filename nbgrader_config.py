@@ -67,6 +67,11 @@ c.ClearHiddenTests.end_test_delimeter = "END HIDDEN TESTS"
 c.Execute.timeout = 60          # seconds per cell
 c.Execute.interrupt_on_timeout = True
 c.Execute.execute_retries = 0
+# Each notebook's CPU time in `chapter autograde`: this multiple of what its published solution
+# takes in its slowest variant (measured by the gate), at least the floor, at most the
+# sandbox's notebook_seconds (graders/engine/time_limits.py).
+c.ChapterSandbox.time_multiple = 10.0
+c.ChapterSandbox.time_floor = 30.0
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 40
 

@@ -3,17 +3,20 @@
 A hub can serve several nbgrader courses side by side, each with its own course folder, its
 own gradebook, its own folder in the shared exchange and its own `chapter serve`. This makes
 such a folder from this one: the chapter's assignments (source/, release/, solutions/), the
-course's nbgrader_config.py and contracts.toml, and a chapters.toml that lists that chapter
-alone and names the course id (`course_id`), which nbgrader_config.py reads.
+course's nbgrader_config.py and contracts.toml, a chapters.toml that lists that chapter
+alone and names the course id (`course_id`), which nbgrader_config.py reads, and the measured
+solution times of its notebooks (graders/engine/time_limits.py).
 """
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tomllib
 from pathlib import Path
 
 from graders.course import contract
+from graders.engine.time_limits import MEASURED, read_measured
 
 COURSE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")   # a folder of the exchange, a hub group's suffix
 
@@ -52,4 +55,9 @@ def make_course_folder(root: Path, chapter_id: str, into: Path, course_id: str) 
             if (root / folder / assignment).is_dir():
                 shutil.copytree(root / folder / assignment, into / folder / assignment,
                                 ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    # the measured solution times go with their notebooks (each notebook's time limit follows them)
+    measured = {nb: entry for nb, entry in read_measured(root).items() if nb.split("/")[0] in assignments}
+    if measured:
+        (into / MEASURED).parent.mkdir(exist_ok=True)
+        (into / MEASURED).write_text(json.dumps(measured, indent=1, sort_keys=True))
     return assignments

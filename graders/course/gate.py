@@ -32,6 +32,7 @@ from graders import problems, variants
 from graders.course.build import build
 from graders.course.contract import Chapter
 from graders.course.verify import autograde, warm_engine
+from graders.engine.time_limits import record_measured
 from graders.sandbox.zygote import owned_scratch
 
 CACHE = Path(".chapter") / "verdicts.json"
@@ -45,6 +46,7 @@ class ItemReport:
     blank_zero: bool = False
     reasons: list[str] = field(default_factory=list)
     fingerprint: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)   # variant -> the solution's CPU time in the sandbox
 
     @property
     def counts(self) -> bool:
@@ -274,6 +276,8 @@ def grade_all(root: Path, by_assignment: dict[str, list[str]], reports: dict[str
             for item, got in scores.get(student, {}).items():
                 passed = got.max_score > 0 and abs(got.score - got.max_score) < 1e-9
                 reports[item].solution[label] = passed
+                if got.cpu_seconds is not None:
+                    reports[item].seconds[label] = got.cpu_seconds
                 if not passed:
                     failed = [t for t in got.feedback if t.startswith(("✗", "?")) or "Error" in t][:3]
                     reports[item].reasons.append(
@@ -298,6 +302,9 @@ def verdicts(root: Path, notebooks: list[str], refresh: bool = False, helper=Non
         cached.update({item: asdict(report) for item, report in fresh.items()})
         cache_path.parent.mkdir(exist_ok=True)
         cache_path.write_text(json.dumps(cached, indent=1, sort_keys=True))
+        # each notebook's time limit in `chapter autograde` follows its slowest variant's solution
+        record_measured(root, {report.notebook: max(report.seconds.values()) for report in fresh.values()
+                               if report.counts and len(report.seconds) == len(report.solution)})
     return reports
 
 

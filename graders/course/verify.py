@@ -29,6 +29,7 @@ class NotebookScore:
     score: float
     max_score: float
     feedback: list[str] = field(default_factory=list)   # what the graded test cells printed
+    cpu_seconds: float | None = None   # the notebook's CPU time in the sandbox (chapter autograde only)
 
 
 def prepare(root: Path, scratch: Path, assignment: str, submissions: dict[str, dict[str, Path]]) -> Path:
@@ -71,8 +72,13 @@ def autograde_sandboxed(root: Path, scratch: Path, assignment: str,
     from graders.engine.warm import shared_zygote
     course = prepare(root, scratch, assignment, submissions)
     # only the grades are read back: figures are built but not rasterized (see graders.engine.autograde)
-    engine(course, assignment, progress=False, out=None, zygote=shared_zygote(), grades_only=True)
-    return read_scores(course, assignment, submissions)
+    report = engine(course, assignment, progress=False, out=None, zygote=shared_zygote(), grades_only=True)
+    scores = read_scores(course, assignment, submissions)
+    for student, result in report.results.items():
+        for nb in result.notebooks:
+            if nb.name in scores.get(student, {}):
+                scores[student][nb.name].cpu_seconds = nb.run.get("cpu_seconds")
+    return scores
 
 
 def read_scores(course: Path, assignment: str, submissions) -> dict[str, dict[str, NotebookScore]]:

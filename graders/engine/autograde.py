@@ -54,6 +54,7 @@ from graders.engine.journal import Journal, fingerprint, submission_key
 from graders.engine.record_io import _artifacts_present, accept, untimed
 from graders.engine.signals import Stopped, _stop_signals
 from graders.engine.summary import Report, isolation_warnings
+from graders.engine.time_limits import for_notebook
 from graders.sandbox.zygote import Limits, SandboxUnavailable, Zygote
 
 
@@ -136,6 +137,9 @@ def _grade_course(root, assignment, started, zygote, workers, limits, force, pro
     limits = limits or limits_from(config)
     workers = workers or default_workers()
     report = Report(assignment, workers=workers)
+    report.time_limits = {name: (for_notebook(limits, seconds).notebook_seconds, seconds is not None
+                                 and seconds < limits.notebook_seconds)
+                          for name, seconds in course.time_limits.items()}
     report.set_aside = set_aside_lines(root, assignment)
     close_course(root, course.db_url)      # and warns, once, when other accounts can reach the course
     everyone = discover(course)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -59,6 +59,7 @@ class Course:
     excluded_students: list
     instant: bool = False         # feedback for `chapter serve`: no direction, length or value
     grades_only: bool = False     # the gate's runs: figures drawn, not rasterized; no mistakes kept for later
+    time_limits: dict = field(default_factory=dict)   # name -> the notebook's CPU seconds (time_limits.py)
 
     def submission_dir(self, student: str) -> Path:
         return Path(self.submitted.format(student=student))
@@ -111,6 +112,8 @@ def load_course(root: Path, assignment: str, config=None) -> Course:
                 task_cells=[SimpleNamespace(name=c.name, max_score=float(c.max_score)) for c in nb.task_cells])
     limit_output = config.LimitOutput
     hidden = config.ClearHiddenTests
+    from graders.engine.time_limits import TimePolicy, notebook_limits
+    time_limits = notebook_limits(root, assignment, notebooks, TimePolicy.from_config(config))
     return Course(
         root=str(root), assignment=assignment, db_url=coursedir.db_url, course_id=coursedir.course_id,
         submitted=fmt(coursedir.submitted_directory), autograded=fmt(coursedir.autograded_directory),
@@ -123,6 +126,7 @@ def load_course(root: Path, assignment: str, config=None) -> Course:
         max_traceback=int(limit_output.get("max_traceback", 100)),
         exclude_overwriting=list(config.Autograde.get("exclude_overwriting", {}).get(assignment, [])),
         excluded_students=[s for s in (coursedir.student_id_exclude or "").split(",") if s],
+        time_limits=time_limits,
     )
 
 

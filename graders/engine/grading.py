@@ -14,6 +14,7 @@ from graders.bounded import Timeout, run_bounded
 from graders.engine.course_dir import Course, _quiet, fit_files
 from graders.engine.sanitize import _nbgrader_meta, _unique, sanitize, strip_hidden
 from graders.engine.snapshot import _why_broken, read_submission
+from graders.engine.time_limits import for_notebook
 from graders.sandbox.zygote import Limits, SandboxUnavailable, run_job
 
 
@@ -139,7 +140,8 @@ def grade_submission(course: Course, student: str, socket_path: str, limits: Lim
     folder = course.submission_dir(student)
     for name, instructor in course.notebooks.items():
         path = folder / f"{name}.ipynb"
-        result.notebooks.append(grade_notebook(course, instructor, student, path, socket_path, limits))
+        own = for_notebook(limits, course.time_limits.get(name))
+        result.notebooks.append(grade_notebook(course, instructor, student, path, socket_path, own))
     return result
 
 
@@ -174,7 +176,8 @@ def grade_notebook(course, instructor, student, path, socket_path, limits) -> No
     job["files"], left_out = fit_files(job["files"], limits)
     out.notes += left_out
     run = run_job(socket_path, job, limits)   # SandboxUnavailable propagates: not the student's fault
-    out.run = {"status": run.status, "detail": run.detail, "seconds": run.seconds, "leftovers": run.leftovers}
+    out.run = {"status": run.status, "detail": run.detail, "seconds": run.seconds, "leftovers": run.leftovers,
+               "cpu_seconds": run.usage.get("cpu_seconds"), "limit_seconds": limits.notebook_seconds}
     out.layers = {"monitor": run.monitor_layers, "sandbox": run.layers}
     try:
         grade_cells(course, instructor, nb, student, run, tests, out)

@@ -19,6 +19,7 @@ class Report:
     workers: int = 0
     isolation: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
+    time_limits: dict = field(default_factory=dict)    # notebook -> (its CPU seconds, from its solution's time?)
 
     def technical_zeros(self):
         for student, result in sorted(self.results.items()):
@@ -53,11 +54,27 @@ class Report:
         for student, why in sorted(self.untimed.items()):
             lines.append(f"NO USABLE TIME {student}: {why}; graded, with no late penalty applied")
         lines += self.set_aside
+        if self.time_limits:
+            lines.append(self.time_limits_line())
         layers = self.layers_in_effect()
         if layers:
             lines.append(f"isolation in effect: {layers}")
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+    def time_limits_line(self) -> str:
+        """Each notebook's CPU-time limit, and whether it follows its solution's measured time."""
+        derived = [f"{name} {seconds:g} s" for name, (seconds, measured) in sorted(self.time_limits.items())
+                   if measured]
+        ceiling = sorted(name for name, (_, measured) in self.time_limits.items() if not measured)
+        parts = []
+        if derived:
+            parts.append(f"{', '.join(derived)} (from their solutions' measured time)")
+        if ceiling:
+            seconds = self.time_limits[ceiling[0]][0]
+            parts.append(f"{', '.join(ceiling)} at the configured {seconds:g} s (no current measurement of "
+                         f"{'its' if len(ceiling) == 1 else 'their'} solution: `chapter status` measures it)")
+        return "time limits (CPU): " + "; ".join(parts)
 
     def layers_in_effect(self) -> str:
         """Every isolation layer one sandbox had in force, from the monitor's trusted account

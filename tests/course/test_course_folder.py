@@ -32,3 +32,17 @@ def test_the_tds_chapter_becomes_the_course_training_dynamics(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "graders.cli", "course", "TDS", str(tmp_path / "b"), "--id",
                           "../up", "--course", str(REPO)], capture_output=True, text=True)
     assert bad.returncode == 2 and "course id" in bad.stderr and not (tmp_path / "b").exists()
+
+
+def test_a_course_folder_keeps_its_notebooks_measured_solution_times(tmp_path):
+    """Each notebook's time limit in `chapter autograde` follows its solution's measured time
+    (graders/engine/time_limits.py): the measurements of the chapter's notebooks go with them."""
+    from graders.course.course_folder import make_course_folder
+    from graders.engine import time_limits
+    from tests.conftest import copy_course
+    (tmp_path / "root").mkdir()
+    root = copy_course(tmp_path / "root", ["worked/w1-memory"])
+    time_limits.record_measured(root, {"worked/w1-memory": 1.5, "elsewhere/x": 2.0})
+    make_course_folder(root, "II.8", tmp_path / "one", "one")
+    assert time_limits.measured_seconds(tmp_path / "one", "worked", "w1-memory") == 1.5
+    assert set(time_limits.read_measured(tmp_path / "one")) == {"worked/w1-memory"}

@@ -10,6 +10,7 @@ from graders.course.build import build
 from graders.cli import main
 from graders.course.commands import run_gate
 from graders.course.gate import mistake_reasons
+from graders.engine import time_limits
 from graders.problem import Mistake
 
 pytestmark = pytest.mark.slow
@@ -25,6 +26,11 @@ def test_the_gate_passes_w1_and_reports_the_draft_shortfall(scratch_course, caps
     code, out = gate_lines(scratch_course, capsys)
     assert code == 0, out
     assert "gate II.8: passed" in out
+    # it measured the solution's CPU time (its slowest variant), which sets the notebook's time limit
+    measured = json.loads((scratch_course / ".chapter/solution-seconds.json").read_text())
+    assert 0 < measured["worked/w1-memory"]["seconds"] < 30
+    assert time_limits.measured_seconds(scratch_course, "worked", "w1-memory") == \
+        measured["worked/w1-memory"]["seconds"]
 
 
 @pytest.mark.parametrize("state", ["draft", "published"])
