@@ -30,6 +30,18 @@ def copy_course(into: Path, items: list[str]) -> Path:
     return into
 
 
+def one_notebook_course(into: Path, assignment: str = "worked", notebook: str = "w1-memory") -> Path:
+    """A scratch course whose assignment holds `notebook` alone, generated into its gradebook."""
+    from graders.engine.scratch import make_course
+    from tests.warm_nbgrader import nbgrader
+    course = make_course(REPO, into, only=[assignment])
+    for path in (course / "source" / assignment).iterdir():
+        if path.name != f"{notebook}.ipynb":
+            path.unlink()
+    nbgrader("generate_assignment", assignment, "--force", cwd=course)
+    return course
+
+
 @pytest.fixture
 def scratch_course(tmp_path, monkeypatch):
     """A scratch course with w1-memory only, used as the chapter root: the tests stand in it, as an

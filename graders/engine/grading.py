@@ -11,6 +11,7 @@ from pathlib import Path
 import nbformat
 
 from graders.bounded import Timeout, run_bounded
+from graders.engine.blame import first_sandbox_fault
 from graders.engine.course_dir import Course, _quiet, fit_files
 from graders.engine.sanitize import _nbgrader_meta, _unique, sanitize, strip_hidden
 from graders.engine.snapshot import _why_broken, read_submission
@@ -34,12 +35,14 @@ class NotebookResult:
     layers: dict = field(default_factory=dict)
     checks: dict = field(default_factory=dict)     # grade_id -> {answer key: {"status", "mistake"}}
     inside: list = field(default_factory=list)     # grade_ids judged the nbgrader way, in the sandbox
+    flags: list = field(default_factory=list)      # why cells wait for a person (graders.engine.blame)
     notebook: str | None = None                    # the autograded .ipynb text
 
     @property
     def technical_zero(self) -> bool:
-        """Scored 0 for something other than wrong mathematics (an error, a timeout, tampering...)."""
-        return self.score == 0 and self.max_score > 0 and bool(self.reasons or self.notes)
+        """Scored 0 for something other than wrong mathematics (an error, a timeout, tampering...);
+        a notebook flagged for a person (`flags`) is not scored yet."""
+        return self.score == 0 and self.max_score > 0 and bool(self.reasons or self.notes) and not self.flags
 
 
 @dataclass
@@ -407,17 +410,26 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult)
     instant = getattr(course, "instant", False)
     grade_together(problem, params, [j for _, j, _ in judged.values() if isinstance(j, Pending)],
                    instant=instant)
+    fault = first_sandbox_fault(run, course.source_dir)
     for index, (name, judgement, reasons) in judged.items():
         cell = nb.cells[index]
         out.reasons += reasons
         if isinstance(judgement, Pending):
             judgement = finish_test_cell(judgement, problem, params, variant, out, instant=instant)
         score, lines = judgement
+        if fault and index >= fault[0] and score < float(tests[index]["points"]):
+            # it may have lost its points to the sandbox, not to the student: a person decides
+            score, lines = None, lines + [f"? not graded yet: cell {fault[0] + 1} failed in the grading "
+                                          f"sandbox ({fault[1]}), which a Jupyter kernel may not have done; "
+                                          "your instructor will grade this cell"]
+            out.flags = [f"cell {fault[0] + 1}: {fault[1]}; its test cells from there wait in formgrader"]
+            out.checks.pop(name, None)    # no evidence of a mistake for the class report
         out.grades[name] = score
         out.feedback += lines
         cell.outputs.append(nbformat.v4.new_output("stream", name="stdout", text="\n".join(lines) + "\n"))
-        cell.outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": repr(float(score))},
-                                                   execution_count=cell.execution_count))
+        if score is not None:
+            cell.outputs.append(nbformat.v4.new_output("execute_result", data={"text/plain": repr(float(score))},
+                                                       execution_count=cell.execution_count))
     errors = []
     for index, message in sorted(run.cells.items()):
         if index in tests or not isinstance(message, dict) or message.get("raised") is not True:

@@ -49,6 +49,13 @@ class Report:
             lines.append(f"judged inside the student's process, as plain nbgrader judges them: {cells} test "
                          f"cell(s) with no checks registered in graders.problems ({', '.join(names)[:200]}); "
                          "the student's code could have changed their outcome")
+        flagged = [(student, nb) for student, result in sorted(self.results.items())
+                   for nb in result.notebooks if nb.flags]
+        if flagged:
+            lines.append(f"FLAGGED for a person ({len(flagged)}): an error the sandbox may have caused, not the "
+                         "student; those test cells are left ungraded for formgrader, not scored 0:")
+            for student, nb in flagged:
+                lines.append(f"  {student}  {nb.name}: {'; '.join(nb.flags)[:300]}")
         for student, why in sorted(self.failed.items()):
             lines.append(f"NOT GRADED {student}: {why}")
         for student, why in sorted(self.untimed.items()):

@@ -16,10 +16,9 @@ from graders.engine import time_limits
 from graders.engine.autograde import autograde
 from graders.engine.course_dir import load_config
 from graders.engine.time_limits import TimePolicy, for_notebook
-from graders.engine.scratch import make_course
 from graders.sandbox.zygote import Limits, namespaces_permitted
 from graders import variants
-from tests.warm_nbgrader import nbgrader
+from tests.conftest import one_notebook_course
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSIGNMENT, NB = "worked", "w1-memory"
@@ -69,13 +68,9 @@ SPIN = "import time\nwhile True:\n    pass\n"
 
 @pytest.mark.skipif(not namespaces_permitted(), reason="needs namespaces and control groups")
 def test_a_spinning_notebook_is_stopped_at_its_own_limit(tmp_path):
-    course = make_course(ROOT, tmp_path / "course", only=[ASSIGNMENT])
-    for path in (course / "source" / ASSIGNMENT).iterdir():
-        if path.name != f"{NB}.ipynb":
-            path.unlink()
+    course = one_notebook_course(tmp_path / "course", ASSIGNMENT, NB)
     with open(course / "nbgrader_config.py", "a") as config:
         config.write("\nc.ChapterSandbox.time_multiple = 10\nc.ChapterSandbox.time_floor = 3\n")
-    nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=course)
     time_limits.record_measured(course, {f"{ASSIGNMENT}/{NB}": 0.05})   # 10 x 0.05 s: the 3 s floor
     solution = nbformat.read(ROOT / "solutions" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
     spinner = nbformat.read(ROOT / "solutions" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
