@@ -47,8 +47,11 @@ def readme_section(title: str) -> str:
 def steps(section: str) -> dict[int, str]:
     """A section's numbered steps: number -> the step's text, up to the next step."""
     found = list(re.finditer(r"^(\d+)\. ", section, re.MULTILINE))
-    return {int(m[1]): section[m.start():(found[i + 1].start() if i + 1 < len(found) else None)]
-            for i, m in enumerate(found)}
+    ends = [m.start() for m in found[1:]]
+    if found:  # the last step ends at the next heading, not with the section's subsections
+        heading = re.search(r"^#", section[found[-1].start():], re.MULTILINE)
+        ends.append(found[-1].start() + heading.start() if heading else len(section))
+    return {int(m[1]): section[m.start():end] for m, end in zip(found, ends)}
 
 
 def blocks(text: str, language: str) -> list[str]:
