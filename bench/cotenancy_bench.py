@@ -12,7 +12,11 @@ solutions (each student has its own variant). The class is graded twice by
            busy-looping children in its first notebook) and a memory-hoarding one
            (four children of 1 GiB each, under each process's limit, 4 GiB together)
 
-It prints whether every honest score is identical in both runs, each run's wall
+Each notebook's time limit follows its solution's CPU time as the gate measured it in this
+course (`.chapter/solution-seconds.json`; run `chapter status` first), as `chapter autograde`
+sets it; `--ceiling` gives every notebook the configured ceiling instead, as before issue 29.
+
+It prints each notebook's time limit, whether every honest score is identical in both runs, each run's wall
 time, and for every sandbox the peak memory its control group really held
 (memory.max_usage_in_bytes on cgroup v1, memory.peak on v2) against its limit,
 with how the run ended. The hogs' notebooks hold the full solutions too, so a
@@ -36,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from graders.engine import autograde as ag  # noqa: E402
 from graders import problems, variants  # noqa: E402
+from graders.engine import grading, time_limits  # noqa: E402
 from graders.engine.scratch import make_course, nbgrader  # noqa: E402
 
 ASSIGNMENT = "practice"
@@ -66,8 +71,13 @@ def with_first_cell(nb, source):
     return nb
 
 
-def build(scratch: Path, names: list[str], honest: list[str], hogs: dict) -> Path:
+def build(scratch: Path, names: list[str], honest: list[str], hogs: dict, measured: bool = True) -> Path:
     course = make_course(ROOT, scratch, only=[ASSIGNMENT])
+    if measured:   # the gate's measurements of these notebooks' solutions, as the course keeps them
+        known = time_limits.read_measured(ROOT)
+        kept = {f"{ASSIGNMENT}/{n}": known[f"{ASSIGNMENT}/{n}"]["seconds"] for n in names
+                if time_limits.measured_seconds(ROOT, ASSIGNMENT, n, known) is not None}
+        time_limits.record_measured(course, kept)
     for path in (course / "source" / ASSIGNMENT).iterdir():
         if path.suffix == ".ipynb" and path.stem not in names or path.suffix != ".ipynb" and path.is_file():
             path.unlink()
@@ -88,7 +98,7 @@ def build(scratch: Path, names: list[str], honest: list[str], hogs: dict) -> Pat
 
 def recording(log: Path):
     """Wrap the engine's run_job so that every sandbox's control-group account lands in `log`."""
-    original_notebook, original_run = ag.grade_notebook, ag.run_job
+    original_notebook, original_run = grading.grade_notebook, grading.run_job
     current = {}
 
     def grade_notebook(course, instructor, student, path, socket_path, limits):
@@ -101,7 +111,7 @@ def recording(log: Path):
             fh.write(json.dumps({**current, "status": run.status, "detail": run.detail, **run.usage}) + "\n")
         return run
 
-    ag.grade_notebook, ag.run_job = grade_notebook, run_job
+    grading.grade_notebook, grading.run_job = grade_notebook, run_job
 
 
 def grade(course: Path, students: list[str], workers: int, log: Path):
@@ -129,6 +139,8 @@ def main(argv=None) -> int:
     parser.add_argument("--notebooks", type=int, default=3)
     parser.add_argument("--workers", type=int, default=None, help="default: honest students + 2")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="every notebook at the configured ceiling, not its solution's measured time")
     args = parser.parse_args(argv)
     names = pick_notebooks(args.notebooks)
     honest = [variants.student_for("ABCD"[i % 4], ASSIGNMENT, prefix=f"honest-{i}") for i in range(args.students)]
@@ -139,10 +151,11 @@ def main(argv=None) -> int:
     try:
         print(f"practice: {len(honest)} honest students x {len(names)} notebooks ({', '.join(names)}), "
               f"{workers} workers, on {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
-        course = build(scratch / "course", names, honest, hogs)
+        course = build(scratch / "course", names, honest, hogs, measured=not args.ceiling)
         log = scratch / "usage.jsonl"
         recording(log)
         quiet, t_quiet, _ = grade(course, honest, workers, log)
+        print(quiet.time_limits_line())
         print(f"quiet run:   {t_quiet:6.1f} s")
         hostile, t_hostile, usage = grade(course, honest + list(hogs), workers, log)
         print(f"hostile run: {t_hostile:6.1f} s (the same class, plus a CPU-starving and a memory-hoarding "
