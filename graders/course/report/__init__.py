@@ -17,8 +17,8 @@ writes, in `reports/<assignment>/` of the course:
   histogram, each check's failure rate, the declared mistakes ranked by how many
   students made them (with each one's feedback line), the per-variant means with
   their intervals and the fairness flag, the technical zeros and the manual cells;
-- `checks.csv` and `mistakes.csv`: the per-check and per-mistake tables, exactly as
-  the page shows them;
+- `checks.csv`, `mistakes.csv` and `items.csv`: the per-check, per-mistake and item
+  statistics tables, exactly as the page shows them;
 and it prints the same tables as plain text.
 
 Definitions (stated on the page too):
@@ -35,7 +35,14 @@ Definitions (stated on the page too):
   this repeats until one is not flagged. On equal variants the chance of any flag stays
   near 5% or below; one hard variant does not make the others look easy;
 - below MIN_CLASS students (or MIN_VARIANT in a variant) only counts are shown: no
-  percentages, no intervals, no flags.
+  percentages, no intervals, no flags;
+- item statistics, per check over the class and per variant (`stats.item_statistics`):
+  difficulty (share passing among the students whose check gave a verdict) and
+  discrimination (scipy's point-biserial correlation of passing with the rest of the
+  score: the assignment total minus the points of the check's cell). NEGATIVE
+  DISCRIMINATION flags a correlation negative with a one-sided p below 0.05/m, m the
+  correlations computed in the same table (Bonferroni). A check nobody or everybody
+  passes has no correlation, and its row says so.
 """
 from __future__ import annotations
 
@@ -46,11 +53,12 @@ from pathlib import Path
 from graders.course.report.data import MIN_CLASS, MIN_VARIANT, ClassData, Item, collect
 from graders.course.report.render import (MANUAL_COLUMNS, OVERVIEW_COLUMNS, RULES, VARIANT_COLUMNS, _manual_rows,
                                           _write_csv, figures, render_html, render_text)
-from graders.course.report.stats import (ALPHA, CHECK_COLUMNS, DRAWS, MISTAKE_COLUMNS, ItemTables, tables,
-                                         top_mistakes, variant_fairness)
+from graders.course.report.stats import (ALPHA, CHECK_COLUMNS, DRAWS, ITEM_COLUMNS, MISTAKE_COLUMNS, NEGATIVE,
+                                         ItemTables, item_statistics, point_biserial, tables, top_mistakes,
+                                         variant_fairness)
 from graders.engine.exchange import close_folder, read_set_aside
 
-__all__ = ["ALPHA", "CHECK_COLUMNS", "DRAWS", "MANUAL_COLUMNS", "MIN_CLASS", "MIN_VARIANT", "MISTAKE_COLUMNS",
+__all__ = ["ALPHA", "CHECK_COLUMNS", "DRAWS", "ITEM_COLUMNS", "NEGATIVE", "item_statistics", "point_biserial", "MANUAL_COLUMNS", "MIN_CLASS", "MIN_VARIANT", "MISTAKE_COLUMNS",
            "OVERVIEW_COLUMNS", "RULES", "VARIANT_COLUMNS", "ClassData", "Item", "ItemTables", "Written",
            "build_report", "collect", "figures", "render_html", "render_text", "tables", "top_mistakes",
            "variant_fairness", "_manual_rows"]
@@ -64,6 +72,7 @@ class Written:
     text: str
     seconds: dict
     tables: list
+    items_csv: Path | None = None
 
 
 def build_report(root, assignment: str, out: Path | None = None) -> Written:
@@ -88,6 +97,8 @@ def build_report(root, assignment: str, out: Path | None = None) -> Written:
     page.write_text(render_html(data, per_item, images), encoding="utf-8")
     _write_csv(folder / "checks.csv", CHECK_COLUMNS, [r for t in per_item for r in t.checks])
     _write_csv(folder / "mistakes.csv", MISTAKE_COLUMNS, [r for t in per_item for r in t.mistakes])
+    _write_csv(folder / "items.csv", ITEM_COLUMNS, [r for t in per_item for r in t.statistics])
     text = render_text(data, per_item)
     seconds["writing"] = time.perf_counter() - mark
-    return Written(page, folder / "checks.csv", folder / "mistakes.csv", text, seconds, per_item)
+    return Written(page, folder / "checks.csv", folder / "mistakes.csv", text, seconds, per_item,
+                   folder / "items.csv")

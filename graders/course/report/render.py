@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from graders.course.report.data import MIN_CLASS, MIN_VARIANT, ClassData, Item
-from graders.course.report.stats import ALPHA, CHECK_COLUMNS, DRAWS, MISTAKE_COLUMNS, ItemTables, _g, top_mistakes
+from graders.course.report.stats import (ALPHA, CHECK_COLUMNS, DECIDED, DRAWS, ITEM_COLUMNS, MISTAKE_COLUMNS,
+                                         NEGATIVE, ItemTables, _g, top_mistakes)
 
 
 def cell(row: list, name: str, columns: list = CHECK_COLUMNS):
@@ -117,9 +118,10 @@ def _manual_rows(item: Item) -> list:
 MANUAL_COLUMNS = ["cell", "max", "graded", "mean manual score", "manual scores", "awaiting grading"]
 
 
-def _html_table(columns, rows, kind=""):
+def _html_table(columns, rows, kind="", marked=lambda row: False):
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in rows)
+    body = "".join(("<tr class=\"flagged\">" if marked(row) else "<tr>")
+                   + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in rows)
     return f'<table data-table="{kind}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -139,7 +141,15 @@ RULES = (f"Failure rate = (fail + invalid) / checked. A mistake counts once per 
          f"percentile bootstrap interval of that difference, at level 1 - {ALPHA}/k for the k variants "
          f"compared (Bonferroni), excludes 0; this repeats until one is not flagged. 'Minus the others' "
          f"compares a variant with the variants left unflagged. Below {MIN_CLASS} students in an item (or {MIN_VARIANT} in a variant) "
-         f"only counts are shown: no percentages, intervals or flags.")
+         f"only counts are shown: no percentages, intervals or flags. "
+         f"Item statistics count the students whose check gave a verdict ({', '.join(DECIDED)}): a check's "
+         f"difficulty is the share of them passing; its discrimination is the point-biserial correlation "
+         f"(scipy.stats.pointbiserialr) of passing with the rest of the score, the assignment total minus the "
+         f"points of the cell holding the check. A check is flagged {NEGATIVE} when that correlation is "
+         f"negative with a one-sided p below {ALPHA}/m, m the correlations computed in the same table "
+         f"(the class's rows of an item, or its per-variant rows; Bonferroni). Below {MIN_CLASS} students "
+         f"(or {MIN_VARIANT} in a variant) only counts are given; a check everyone passes (or fails) has no "
+         f"correlation, and the row says so.")
 
 
 def render_html(data: ClassData, per_item: list, images: dict) -> str:
@@ -170,7 +180,9 @@ def render_html(data: ClassData, per_item: list, images: dict) -> str:
                   "<h3>Checks</h3>", _html_table(CHECK_COLUMNS, t.checks, "checks"),
                   "<h3>Declared mistakes, by how many students made them</h3>",
                   _html_table(MISTAKE_COLUMNS, t.mistakes, "mistakes"),
-                  "<h3>Variants</h3>", _html_table(VARIANT_COLUMNS, _variant_rows(t), "variants")]
+                  "<h3>Variants</h3>", _html_table(VARIANT_COLUMNS, _variant_rows(t), "variants"),
+                  "<h3>Item statistics: which checks separate stronger students from weaker ones</h3>",
+                  _html_table(ITEM_COLUMNS, t.statistics, "items", lambda row: cell(row, "flag", ITEM_COLUMNS))]
         if item.manual:
             parts += ["<h3>Manually graded cells</h3>", _html_table(MANUAL_COLUMNS, _manual_rows(item), "manual")]
         parts += ["<h3>Technical zeros</h3>",
@@ -180,7 +192,8 @@ def render_html(data: ClassData, per_item: list, images: dict) -> str:
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
              "table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 6px;"
              "text-align:left;vertical-align:top}th{background:#eee}img{max-width:100%}"
-             ".rules{font-size:90%;color:#444}section{border-top:2px solid #888;margin-top:2em}")
+             ".rules{font-size:90%;color:#444}section{border-top:2px solid #888;margin-top:2em}"
+             "tr.flagged td{background:#fbe3e4;font-weight:bold}")
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(data.assignment)}: '
             f'class report</title><style>{style}</style></head><body>{"".join(parts)}</body></html>')
 
@@ -198,6 +211,10 @@ def render_text(data: ClassData, per_item: list) -> str:
         if t.mistakes:
             out += ["", _text_table(MISTAKE_COLUMNS[1:], [r[1:] for r in t.mistakes])]
         out += ["", _text_table(VARIANT_COLUMNS, _variant_rows(t))]
+        shown = [r for r in t.statistics if cell(r, "variant", ITEM_COLUMNS) == "all" or cell(r, "flag", ITEM_COLUMNS)]
+        if shown:
+            out += ["", "item statistics (the class, and any flagged variant; every variant in items.csv):",
+                    _text_table(ITEM_COLUMNS[1:], [r[1:] for r in shown])]
         if t.item.manual:
             out += ["", _text_table(MANUAL_COLUMNS, _manual_rows(t.item))]
         if t.item.technical:

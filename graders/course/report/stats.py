@@ -8,17 +8,21 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from graders.course.report.data import MIN_VARIANT, ClassData, Item
+from graders.course.report.data import MIN_CLASS, MIN_VARIANT, ClassData, Item
 
 ALPHA = 0.05          # family-wise level of the fairness flag over the variants of one item
 DRAWS = 4000          # bootstrap resamples
 CHECK_COLUMNS = ["item", "cell", "check", "checked", "pass", "fail", "invalid", "undecided",
                  "not checked", "failure rate"]
 MISTAKE_COLUMNS = ["item", "mistake", "students", "share", "checks", "feedback"]
+ITEM_COLUMNS = ["item", "cell", "check", "variant", "students", "passing", "difficulty", "discrimination",
+                "p (r < 0)", "flag", "note"]
+NEGATIVE = "NEGATIVE DISCRIMINATION"
+DECIDED = ("pass", "fail", "invalid")   # the verdicts item statistics count; undecided and not checked are left out
 
 
 def _rng(name: str):
@@ -92,10 +96,12 @@ class ItemTables:
     mistakes: list          # rows, MISTAKE_COLUMNS
     variants: dict
     histogram: list         # (score, count)
+    statistics: list = field(default_factory=list)   # rows, ITEM_COLUMNS
 
 
 def tables(data: ClassData) -> list:
     out = []
+    totals = assignment_totals(data.items)
     for item in data.items:
         scores = np.asarray(list(item.scores.values()), dtype=float)
         n = item.students
@@ -127,7 +133,8 @@ def tables(data: ClassData) -> list:
             {v: {"n": len(s), "mean": float(np.mean(s)), "ci": None, "difference": None,
                  "difference_ci": None, "flagged": False} for v, s in sorted(groups.items())}
         histogram = sorted(Counter(float(s) for s in scores).items())
-        out.append(ItemTables(item, overview, checks, mistakes, variants, histogram))
+        out.append(ItemTables(item, overview, checks, mistakes, variants, histogram,
+                              item_statistics(item, totals)))
     return out
 
 
@@ -137,3 +144,80 @@ def top_mistakes(per_item: list, count: int = 5) -> list:
     rows = [(t.item.name, r[at["mistake"]], r[at["students"]], r[at["feedback"]]) for t in per_item for r in t.mistakes]
     return sorted(rows, key=lambda r: -r[2])[:count]
 
+
+
+# ---------------------------------------------------------------------------- item statistics
+def assignment_totals(items: list) -> dict:
+    """student -> points over every item of the assignment."""
+    totals = defaultdict(float)
+    for item in items:
+        for student, score in item.scores.items():
+            totals[student] += score
+    return dict(totals)
+
+
+def point_biserial(passed, rest) -> tuple:
+    """(r, one-sided p for r < 0, note) of pass/fail against the rest of the score.
+
+    scipy.stats.pointbiserialr gives r and its two-sided p; the one-sided p of a negative
+    correlation is half of it when r < 0 and 1 - half when r >= 0. A column that does not vary
+    (everyone passed, nobody passed, or the same rest score for all) has no correlation: r and p
+    are None and the note says why, so no NaN ever reaches the page.
+    """
+    from scipy.stats import pointbiserialr
+    passed, rest = np.asarray(passed, dtype=float), np.asarray(rest, dtype=float)
+    if passed.min() == passed.max():
+        return None, None, ("everyone passed" if passed[0] else "nobody passed") + ": no correlation to compute"
+    if np.ptp(rest) < 1e-12:
+        return None, None, "the rest of the score is the same for every student: no correlation to compute"
+    r, two_sided = pointbiserialr(passed, rest)
+    r, two_sided = float(r), float(two_sided)
+    if not (math.isfinite(r) and math.isfinite(two_sided)):
+        return None, None, "no correlation to compute"
+    return r, (two_sided / 2 if r < 0 else 1 - two_sided / 2), ""
+
+
+def item_statistics(item: Item, totals: dict, alpha: float = ALPHA) -> list:
+    """Per check of `item`, over the whole class and then per variant: difficulty, discrimination, flag.
+
+    - students: those whose check gave a decided verdict (pass, fail or invalid); a check
+      that did not run or could not be decided says nothing about the student;
+    - difficulty: the share of them passing;
+    - discrimination: the point-biserial correlation of passing with the rest of the student's
+      score, that is the assignment total minus the points of the cell that holds the check
+      (a check's own points are not kept apart from its cell's, so the whole cell is left out);
+    - flag NEGATIVE DISCRIMINATION when r < 0 and its one-sided p is below alpha / m, m the
+      checks whose correlation was computed in the same table (the class's rows of this item,
+      or its per-variant rows): Bonferroni, so on a sound item the chance of any flag is at
+      most alpha;
+    - under MIN_CLASS students (MIN_VARIANT in a variant) only the counts are given.
+    """
+    rows, family = [], {"all": [], "variant": []}
+    labels = sorted({item.variants.get(s) or "?" for s in item.scores})
+    for cell, key in item.checks:
+        outcomes = item.outcomes.get((cell, key), {})
+        decided = {s: status for s, status in outcomes.items() if status in DECIDED and s in item.scores}
+        groups = [("all", sorted(decided), MIN_CLASS)]
+        groups += [(v, sorted(s for s in decided if (item.variants.get(s) or "?") == v), MIN_VARIANT)
+                   for v in labels] if len(labels) > 1 else []
+        for label, students, minimum in groups:
+            passed = [decided[s] == "pass" for s in students]
+            row = {"item": item.name, "cell": cell, "check": key, "variant": label, "students": len(students),
+                   "passing": sum(passed), "difficulty": "", "discrimination": "", "p (r < 0)": "", "flag": "",
+                   "note": ""}
+            if len(students) < minimum:
+                row["note"] = (f"too few students (under {minimum}) for a share or a correlation to mean "
+                               "anything: counts only")
+            else:
+                row["difficulty"] = f"{sum(passed) / len(students):.2f}"
+                rest = [totals.get(s, 0.0) - item.cell_scores.get(s, {}).get(cell, 0.0) for s in students]
+                r, p, row["note"] = point_biserial(passed, rest)
+                if r is not None:
+                    row["discrimination"], row["p (r < 0)"] = f"{r:+.2f}", f"{p:.2g}"
+                    family["all" if label == "all" else "variant"].append((row, r, p))
+            rows.append(row)
+    for members in family.values():
+        for row, r, p in members:
+            if r < 0 and p < alpha / len(members):
+                row["flag"] = NEGATIVE
+    return [[row[c] for c in ITEM_COLUMNS] for row in rows]
