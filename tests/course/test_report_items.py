@@ -19,7 +19,7 @@ from graders.course import report
 from graders.course.report import render, stats
 
 GOOD, BAD, CONSTANT = ("c_good", "good"), ("c_bad", "bad"), ("c_all", "everyone")
-ORDINARY = [("c_main", f"k{i}") for i in range(5)]
+ORDINARY = [(f"c_k{i}", f"k{i}") for i in range(5)]      # one check a cell, as most problems have
 
 
 def synthetic_class(students: int, seed: int = 7, variants: str = "AB") -> report.ClassData:
@@ -60,6 +60,7 @@ def test_the_planted_bad_check_is_flagged_and_the_good_one_is_not():
     assert bad["flag"] == report.NEGATIVE and float(bad["discrimination"]) < -0.5, bad
     assert good["flag"] == "" and float(good["discrimination"]) > 0.5, good
     assert all(r["flag"] == "" for r in rows if (r["cell"], r["check"]) != BAD), rows
+    assert all(float(row(rows, check)["discrimination"]) > 0.2 for check in ORDINARY)
     for variant in "AB":     # 40 students a variant: the bad check shows there too
         assert row(rows, BAD, variant)["flag"] == report.NEGATIVE
         assert row(rows, GOOD, variant)["flag"] == ""

@@ -213,7 +213,8 @@ def item_statistics(item: Item, totals: dict, alpha: float = ALPHA) -> list:
                 rest = [totals.get(s, 0.0) - item.cell_scores.get(s, {}).get(cell, 0.0) for s in students]
                 r, p, row["note"] = point_biserial(passed, rest)
                 if r is not None:
-                    row["discrimination"], row["p (r < 0)"] = f"{r:+.2f}", f"{p:.2g}"
+                    row["discrimination"] = f"{r:+.2f}" if abs(r) >= 0.005 else "0.00"   # never "-0.00"
+                    row["p (r < 0)"] = f"{p:.2g}"
                     family["all" if label == "all" else "variant"].append((row, r, p))
             rows.append(row)
     for members in family.values():
