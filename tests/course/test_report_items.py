@@ -22,26 +22,34 @@ GOOD, BAD, CONSTANT = ("c_good", "good"), ("c_bad", "bad"), ("c_all", "everyone"
 ORDINARY = [(f"c_k{i}", f"k{i}") for i in range(5)]      # one check a cell, as most problems have
 
 
-def synthetic_class(students: int, seed: int = 7, variants: str = "AB") -> report.ClassData:
-    """`students` students in `variants`; the bad check is passed by the weaker half only."""
+def synthetic_class(students: int, seed: int = 7, variants: str = "AB", items: int = 1,
+                    planted: int = 0) -> report.ClassData:
+    """`students` students in `variants` taking `items` notebooks; each student's ability is the
+    same in every notebook. Notebook number `planted` (from 0) holds the bad check, passed by the
+    weaker half of the class only; the others hold the ordinary, good and constant checks alone."""
     rng = np.random.default_rng(seed)
-    item = report.Item("n1-planted", max_score=8.0)
     ability = {f"s{i:03d}": float(a) for i, a in enumerate(rng.uniform(0, 1, students))}
     middle = float(np.median(list(ability.values())))
-    for i, (student, a) in enumerate(sorted(ability.items())):
-        item.variants[student] = variants[i % len(variants)]
-        verdicts = {key: "pass" if a + rng.normal(0, 0.15) > (j + 1) / 6 else "fail"
-                    for j, key in enumerate(ORDINARY)}
-        verdicts[GOOD] = "pass" if a + rng.normal(0, 0.1) > 0.5 else "invalid"
-        verdicts[BAD] = "pass" if a < middle else "fail"
-        verdicts[CONSTANT] = "pass"
-        cells = {}
-        for (cell, key), status in verdicts.items():
-            item.add_verdict(student, cell, key, status)
-            cells[cell] = cells.get(cell, 0.0) + (1.0 if status == "pass" else 0.0)
-        item.cell_scores[student] = cells
-        item.scores[student] = sum(cells.values())
-    return report.ClassData("planted", "course", [item], sorted(ability), evidence_rows=students * 8)
+    notebooks = []
+    for n in range(items):
+        item = report.Item(f"n{n + 1}-planted" if n == planted else f"n{n + 1}", max_score=8.0)
+        for i, (student, a) in enumerate(sorted(ability.items())):
+            item.variants[student] = variants[i % len(variants)]
+            verdicts = {key: "pass" if a + rng.normal(0, 0.15) > (j + 1) / 6 else "fail"
+                        for j, key in enumerate(ORDINARY)}
+            verdicts[GOOD] = "pass" if a + rng.normal(0, 0.1) > 0.5 else "invalid"
+            if n == planted:
+                verdicts[BAD] = "pass" if a < middle else "fail"
+            verdicts[CONSTANT] = "pass"
+            cells = {}
+            for (cell, key), status in verdicts.items():
+                item.add_verdict(student, cell, key, status)
+                cells[cell] = cells.get(cell, 0.0) + (1.0 if status == "pass" else 0.0)
+            item.cell_scores[student] = cells
+            item.scores[student] = sum(cells.values())
+        notebooks.append(item)
+    return report.ClassData("planted", "course", notebooks, sorted(ability),
+                            evidence_rows=sum(len(i.checks) * students for i in notebooks))
 
 
 def rows_of(per_item) -> list[dict]:
@@ -51,6 +59,14 @@ def rows_of(per_item) -> list[dict]:
 def row(rows, check, variant="all") -> dict:
     (found,) = [r for r in rows if (r["cell"], r["check"]) == check and r["variant"] == variant]
     return found
+
+
+def test_in_five_notebooks_only_the_planted_check_is_flagged():
+    """200 students x 5 notebooks (the measure of issue 30): the one bad check, and nothing else."""
+    rows = rows_of(report.tables(synthetic_class(200, variants="ABCD", items=5, planted=2)))
+    flagged = {(r["item"], r["check"]) for r in rows if r["flag"]}
+    assert flagged == {("n3-planted", "bad")}
+    assert sum(1 for r in rows if r["flag"]) == 5     # the class and each of the 4 variants
 
 
 def test_the_planted_bad_check_is_flagged_and_the_good_one_is_not():
