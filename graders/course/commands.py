@@ -179,7 +179,7 @@ def cmd_report(args) -> int:
     root = contract.course_root(args.course)
     written = build_report(root, args.assignment, out=Path(args.out).resolve() if args.out else None)
     print(written.text)
-    print(f"\nreport: {written.html}\nCSV: {written.checks_csv} {written.mistakes_csv}")
+    print(f"\nreport: {written.html}\nCSV: {written.checks_csv} {written.mistakes_csv} {written.items_csv}")
     return 0
 
 

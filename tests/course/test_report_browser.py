@@ -3,8 +3,9 @@
 A synthetic class (tests/course/test_report.py's, 15 students per variant) is recorded into a
 SQLite gradebook and `chapter report` writes the page. Opened from disk with every
 network request refused, its figures must load with a size, no request may leave
-the page, and its per-check and per-mistake tables must read exactly as the CSV
-files. A screenshot goes to tests/artifacts/report.png.
+the page, and its per-check, per-mistake and item statistics tables must read exactly as
+the CSV files. Screenshots go to tests/artifacts/report.png, report-item.png and
+report-items.png (the first item's statistics table).
 """
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def test_the_report_page_shows_its_figures_and_the_csv_tables(tmp_path):
             page.wait_for_load_state("load")
             sizes = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.complete ? i.naturalWidth : 0)")
             assert len(sizes) == 1 + len(written.tables) and all(w > 0 for w in sizes), sizes
-            for kind, path in (("checks", written.checks_csv), ("mistakes", written.mistakes_csv)):
+            for kind, path in (("checks", written.checks_csv), ("mistakes", written.mistakes_csv),
+                               ("items", written.items_csv)):
                 shown = page.eval_on_selector_all(
                     f'table[data-table="{kind}"]',
                     "tables => tables.map(t => [...t.querySelectorAll('tr')].map("
@@ -67,7 +69,39 @@ def test_the_report_page_shows_its_figures_and_the_csv_tables(tmp_path):
             page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=False)
             page.locator("section").first.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "report-item.png"))
+            items = page.locator('table[data-table="items"]').first
+            items.scroll_into_view_if_needed()
+            assert items.is_visible() and "nan" not in items.inner_text().lower()
+            items.screenshot(path=str(ARTIFACTS / "report-items.png"))
             context.close()
         finally:
             browser.close()
     assert [u for u in requests if not u.startswith("file:") and not u.startswith("data:")] == []
+
+
+def test_a_flagged_check_stands_out_in_the_item_statistics(tmp_path):
+    """The planted bad check of tests/course/test_report_items.py is shown flagged, on a red row;
+    screenshot tests/artifacts/report-items-flagged.png."""
+    from graders.course.report import render
+    from tests.course.test_report_items import synthetic_class
+    data = synthetic_class(80)
+    per_item = report.tables(data)
+    page_file = tmp_path / "planted.html"
+    page_file.write_text(render.render_html(data, per_item, render.figures(per_item)), encoding="utf-8")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 1000})
+            page.goto(page_file.as_uri())
+            table = page.locator('table[data-table="items"]')
+            flagged = table.locator("tr.flagged")
+            assert flagged.count() == 3 and all(report.NEGATIVE in t for t in flagged.all_inner_texts())
+            colour = flagged.first.locator("td").first.evaluate("td => getComputedStyle(td).backgroundColor")
+            plain = table.locator("tbody tr:not(.flagged) td").first.evaluate(
+                "td => getComputedStyle(td).backgroundColor")
+            assert colour != plain, (colour, plain)
+            table.scroll_into_view_if_needed()
+            ARTIFACTS.mkdir(exist_ok=True)
+            table.screenshot(path=str(ARTIFACTS / "report-items-flagged.png"))
+        finally:
+            browser.close()
