@@ -47,8 +47,9 @@ def read_submission(path: Path):
     text = path.read_bytes().decode("utf-8")
     try:
         return nbformat.reads(text, as_version=4)
-    except (AttributeError, TypeError, KeyError, nbformat.NBFormatError, nbformat.ValidationError):
-        # JSON, but an array, a string, an unknown nbformat version, no cells...
+    except (AttributeError, TypeError, KeyError, AssertionError, nbformat.NBFormatError, nbformat.ValidationError):
+        # JSON, but an array, a string, an unknown nbformat version, no cells (nbformat's validator
+        # asserts on a minor version that is not a number)...
         raise ValueError("the notebook is JSON but does not have a notebook's shape") from None
 
 

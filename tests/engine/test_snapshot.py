@@ -44,6 +44,9 @@ def test_a_notebook_is_read_in_version_4(tmp_path):
     (json.dumps({"nbformat": 99, "cells": []}).encode(), "does not have a notebook's shape"),
     (json.dumps({"nbformat": "4", "cells": []}).encode(), "does not have a notebook's shape"),
     (json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}}).encode(), "does not have a notebook's shape"),
+    (json.dumps(dict(NOTEBOOK, nbformat_minor="5")).encode(), "does not have a notebook's shape"),
+    (json.dumps(dict(NOTEBOOK, cells=[{"cell_type": "markdown", "id": "a", "metadata": {}, "source": "",
+                                       "attachments": "x"}])).encode(), "does not have a notebook's shape"),
 ])
 def test_a_file_that_is_not_a_notebook_is_named_as_such(tmp_path, data, reason):
     (tmp_path / "nb.ipynb").write_bytes(data)
