@@ -3,7 +3,9 @@ file that is not what the journal wrote. A course built by hand in a temporary f
 gradebook, no sandbox."""
 from __future__ import annotations
 
+import builtins
 import dataclasses
+import io
 import json
 import os
 from pathlib import Path
@@ -141,6 +143,22 @@ def test_a_link_is_keyed_as_a_link_not_as_a_file_that_looks_like_one(course):
     (folder / "data").unlink()
     (folder / "data").write_bytes(b"Ltarget")
     assert submission_key(course, "s1", "base") != linked
+
+
+def test_an_unreadable_file_keys_without_stopping_the_run(course, monkeypatch):
+    hand_in(course, "s1", {"nb.ipynb": b"{}", "locked.csv": b"1,2"})
+    readable = submission_key(course, "s1", "base")
+
+    real_open = io.open
+
+    def refusing_open(file, *args, **kwargs):     # as a file another account owns, mode 600, would
+        if str(file).endswith("locked.csv"):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(io, "open", refusing_open)
+    monkeypatch.setattr(builtins, "open", refusing_open)
+    assert submission_key(course, "s1", "base") not in ("", readable)
 
 
 def test_student_and_base_are_framed_apart(course):
