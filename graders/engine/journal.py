@@ -57,7 +57,7 @@ def _source_files(digest, course: Course) -> None:
     for path in sorted(find_all_files(base, course.ignore + ["*.ipynb", "timestamp.txt"])):
         if os.path.islink(path) or not os.path.isfile(path):
             continue     # the sandbox is given neither links nor anything but regular files
-        _framed(digest, os.path.relpath(path, base).encode(), Path(path).read_bytes())
+        _framed(digest, os.path.relpath(path, base).encode(), _content(Path(path)))
 
 
 def _framed(digest, *parts: bytes) -> None:
