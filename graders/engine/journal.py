@@ -40,19 +40,50 @@ def fingerprint(course: Course, limits: Limits) -> str:
         "exclude_overwriting", "excluded_students")}
     course_settings["grades_only"] = getattr(course, "grades_only", False)
     digest.update(json.dumps(course_settings, sort_keys=True, default=str).encode())
+    digest.update(json.dumps({"instant": getattr(course, "instant", False),
+                              "time_limits": getattr(course, "time_limits", {})}, sort_keys=True).encode())
     digest.update(json.dumps(asdict(limits), sort_keys=True).encode())
     digest.update(json.dumps({"grade_seconds": GRADE_SECONDS, "grade_memory": GRADE_MEMORY_BYTES}).encode())
+    _source_files(digest, course)
     return digest.hexdigest()
+
+
+def _source_files(digest, course: Course) -> None:
+    """The assignment's own files beside its notebooks (helper modules, data), as the sandbox gets them."""
+    from nbgrader.utils import find_all_files
+    base = getattr(course, "source_dir", None)
+    if not base or not os.path.isdir(base):
+        return
+    for path in sorted(find_all_files(base, course.ignore + ["*.ipynb", "timestamp.txt"])):
+        if os.path.islink(path) or not os.path.isfile(path):
+            continue     # the sandbox is given neither links nor anything but regular files
+        _framed(digest, os.path.relpath(path, base).encode(), _content(Path(path)))
+
+
+def _framed(digest, *parts: bytes) -> None:
+    """Each part with its length before it, so no two different sequences hash alike."""
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "big") + part)
 
 
 def submission_key(course: Course, student: str, base: str) -> str:
-    digest = hashlib.sha256(base.encode())
-    digest.update(student.encode())
+    digest = hashlib.sha256()
+    _framed(digest, base.encode(), student.encode())
     folder = course.submission_dir(student)
     for path in sorted(p for p in folder.rglob("*") if p.is_file() or p.is_symlink()):
-        digest.update(str(path.relative_to(folder)).encode())
-        digest.update(b"L" + os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
+        kind, data = (b"link", os.readlink(path).encode()) if path.is_symlink() else (b"file", _content(path))
+        _framed(digest, str(path.relative_to(folder)).encode(), kind, data)
     return digest.hexdigest()
+
+
+def _content(path: Path) -> bytes:
+    """A file's sha256, read in pieces (a large file is never held whole); for a file that cannot
+    be read, its error: one student's unreadable file must not stop the class's run."""
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").digest()
+    except OSError as exc:
+        return f"unreadable: {exc.errno}".encode()
 
 
 class Journal:
@@ -65,11 +96,19 @@ class Journal:
         return self.dir / f"{hashlib.sha256(student.encode()).hexdigest()[:16]}.json"
 
     def get(self, student, key):
+        """The kept entry for `student` under `key`; None for anything else (another key, or a
+        file that is not what `put` wrote: it is graded again)."""
         try:
             entry = json.loads(self.path(student).read_text())
         except (OSError, ValueError):
             return None
-        if entry.get("key") != key or entry.get("result", {}).get("student") != student:
+        if not isinstance(entry, dict) or entry.get("key") != key \
+                or entry.get("state") not in ("graded", "recorded") or not isinstance(entry.get("result"), dict):
+            return None
+        try:
+            if SubmissionResult.from_json(entry["result"]).student != student:
+                return None
+        except (KeyError, TypeError, ValueError):
             return None
         return entry
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import nbformat
 
@@ -54,9 +55,9 @@ def normalize(nb) -> list[str]:
             cell["source"] = ""
         if not isinstance(cell.get("metadata"), dict):
             cell["metadata"] = nbformat.NotebookNode()
-        meta = cell.metadata.get("nbgrader")
-        if meta is not None and not (isinstance(meta, dict) and isinstance(meta.get("grade_id"), str)
-                                     and meta.get("grade_id")):
+        meta = cell.metadata.get("nbgrader")    # present but None or {} is malformed too
+        if "nbgrader" in cell.metadata and not (isinstance(meta, dict) and meta.get("grade_id")
+                                                and isinstance(meta.get("grade_id"), str)):
             del cell.metadata["nbgrader"]
             notes.append("a cell with malformed nbgrader metadata is graded as ordinary code")
         if cell.cell_type == "code":
@@ -78,6 +79,9 @@ def restore_flags(nb, instructor: InstructorNotebook) -> list[str]:
         if meta is None:
             continue
         name = meta.get("grade_id")
+        if not meta:       # emptied by DeduplicateIds: an earlier copy of a cell, already noted
+            del cell.metadata["nbgrader"]
+            continue
         source = instructor.source(name)
         if source is None:
             del cell.metadata["nbgrader"]
@@ -92,7 +96,7 @@ def restore_flags(nb, instructor: InstructorNotebook) -> list[str]:
         # nbgrader writes only the flags a cell has: a missing flag is False, not a change
         changed = any((bool(meta.get(k, False)) if isinstance(v, bool) else meta.get(k)) != v
                       for k, v in want.items() if k not in ("schema_version", "points"))
-        if "points" in want and float(meta.get("points") or 0) != want["points"]:
+        if "points" in want and _points(meta.get("points")) != want["points"]:
             notes.append(f"the points of cell {name!r} had been changed; the original value was restored")
         elif changed:
             notes.append(f"the nbgrader metadata of cell {name!r} had been changed; it was restored")
@@ -100,6 +104,15 @@ def restore_flags(nb, instructor: InstructorNotebook) -> list[str]:
             meta.pop(key, None)
         meta.update(want)
     return notes
+
+
+def _points(value) -> float | None:
+    """A student's `points` as a number (missing: 0), or None when it is not a finite number."""
+    try:
+        points = float(value or 0)
+    except (TypeError, ValueError):
+        return None
+    return points if math.isfinite(points) else None
 
 
 def readd_missing(nb, instructor: InstructorNotebook) -> list[str]:
@@ -117,7 +130,8 @@ def readd_missing(nb, instructor: InstructorNotebook) -> list[str]:
             previous = name if name in present else previous
             continue
         if name in grade:
-            cell = maker.missing_cell_transform(source, grade[name].max_score, is_solution=name in solution)
+            cell = nbformat.from_dict(   # nbgrader gives a plain dict; the grader reads attributes
+                maker.missing_cell_transform(source, grade[name].max_score, is_solution=name in solution))
         else:
             cell = _missing_locked_cell(maker, source)
         position = 0

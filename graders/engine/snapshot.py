@@ -45,8 +45,12 @@ def read_submission(path: Path):
     if path.stat().st_size > MAX_NOTEBOOK_BYTES:
         raise ValueError(f"the notebook is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
     text = path.read_bytes().decode("utf-8")
-    nb = nbformat.reads(text, as_version=4)
-    return nb
+    try:
+        return nbformat.reads(text, as_version=4)
+    except (AttributeError, TypeError, KeyError, AssertionError, nbformat.NBFormatError, nbformat.ValidationError):
+        # JSON, but an array, a string, an unknown nbformat version, no cells (nbformat's validator
+        # asserts on a minor version that is not a number)...
+        raise ValueError("the notebook is JSON but does not have a notebook's shape") from None
 
 
 def _why_broken(exc) -> str:

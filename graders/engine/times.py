@@ -24,12 +24,28 @@ def submission_time(text, now: datetime | None = None) -> tuple[datetime | None,
         moment = parse_utc(text)
     except Exception:  # noqa: BLE001 - ValueError, OverflowError, TypeError...: all the same to us
         return None, f"the timestamp {shown} does not parse as a time"
+    if not _dated(text):
+        return None, f"the timestamp {shown} has no full date (the day of grading would fill it in)"
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     now = now or datetime.now(timezone.utc)
     if moment < EARLIEST or moment > now + CLOCK_SLACK:
         return None, f"the timestamp {shown} is out of range (before 2000 or in the future)"
     return moment, ""
+
+
+def _dated(text: str) -> bool:
+    """Whether `text` gives its own year, month and day: the parser nbgrader uses (dateutil) takes
+    what is missing from today, so "10:00" would be late or not depending on when it is graded."""
+    from dateutil.parser import parse
+    parts = text.split(" ")
+    head = " ".join(parts[:2]) if len(parts) == 3 else text    # as parse_utc splits off a zone
+    try:
+        days = {parse(head, default=default, ignoretz=True).date()
+                for default in (datetime(2001, 1, 1), datetime(2002, 2, 2))}
+    except (ValueError, OverflowError):
+        return True      # parse_utc read it; this check has nothing to add
+    return len(days) == 1
 
 
 def naive_utc(moment: datetime) -> datetime:
@@ -44,10 +60,15 @@ def read_small(path: Path, limit: int, strip: bool = True) -> str | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as fh:
+    try:   # a folder opens too (and os.fdopen would refuse it, leaving the descriptor open)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        text = fh.read(limit).decode("utf-8", errors="replace")
+        data = os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", errors="replace")
     return (text.strip() if strip else text) or None
 
 

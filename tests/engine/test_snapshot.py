@@ -1,0 +1,117 @@
+"""snapshot.py on its own: a submission read once and bounded, and the instructor's notebook
+standing in for nbgrader's gradebook. Every unreadable notebook gets a reason a student can act on."""
+from __future__ import annotations
+
+import json
+import os
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+from nbgrader.api import MissingEntry
+
+from graders.engine import snapshot
+from graders.engine.course_dir import InstructorNotebook
+from graders.engine.snapshot import _Snapshot, _why_broken, read_submission
+
+NOTEBOOK = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}
+
+
+def why(path) -> str:
+    """What the student is told about the notebook at `path`, or "" when it was read."""
+    try:
+        read_submission(path)
+    except Exception as exc:  # noqa: BLE001 - as grading catches it
+        return _why_broken(exc)
+    return ""
+
+
+def test_a_notebook_is_read_in_version_4(tmp_path):
+    (tmp_path / "v4.ipynb").write_text(json.dumps(NOTEBOOK))
+    assert read_submission(tmp_path / "v4.ipynb").nbformat == 4
+    old = {"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": []}]}
+    (tmp_path / "v3.ipynb").write_text(json.dumps(old))
+    assert read_submission(tmp_path / "v3.ipynb").nbformat == 4          # converted, as Jupyter does
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b"", "not valid JSON"),
+    (b'{"cells": [', "not valid JSON"),
+    (b"\xff\xfe{}", "not UTF-8"),
+    (b"[1, 2]", "does not have a notebook's shape"),
+    (b'"a notebook"', "does not have a notebook's shape"),
+    (b"42", "does not have a notebook's shape"),
+    (json.dumps({"nbformat": 99, "cells": []}).encode(), "does not have a notebook's shape"),
+    (json.dumps({"nbformat": "4", "cells": []}).encode(), "does not have a notebook's shape"),
+    (json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}}).encode(), "does not have a notebook's shape"),
+    (json.dumps(dict(NOTEBOOK, nbformat_minor="5")).encode(), "does not have a notebook's shape"),
+    (json.dumps(dict(NOTEBOOK, cells=[{"cell_type": "markdown", "id": "a", "metadata": {}, "source": "",
+                                       "attachments": "x"}])).encode(), "does not have a notebook's shape"),
+])
+def test_a_file_that_is_not_a_notebook_is_named_as_such(tmp_path, data, reason):
+    (tmp_path / "nb.ipynb").write_bytes(data)
+    assert reason in why(tmp_path / "nb.ipynb")
+
+
+def test_a_link_a_folder_a_fifo_or_nothing_is_refused_before_reading(tmp_path):
+    (tmp_path / "real.ipynb").write_text(json.dumps(NOTEBOOK))
+    (tmp_path / "link.ipynb").symlink_to(tmp_path / "real.ipynb")
+    (tmp_path / "folder.ipynb").mkdir()
+    os.mkfifo(tmp_path / "fifo.ipynb")
+    for name in ("link", "folder", "fifo", "absent"):
+        assert why(tmp_path / f"{name}.ipynb") == "the submitted notebook is a link or not a regular file", name
+
+
+def test_a_notebook_over_the_size_limit_is_refused_unread(tmp_path, monkeypatch):
+    monkeypatch.setattr(snapshot, "MAX_NOTEBOOK_BYTES", 1 << 20)
+    with open(tmp_path / "big.ipynb", "wb") as fh:
+        fh.truncate((1 << 20) + 1)                        # sparse: never read
+    assert why(tmp_path / "big.ipynb") == "the notebook is larger than 1 MB"
+
+
+def test_a_notebook_nested_too_deep_scores_zero_with_a_reason(tmp_path):
+    (tmp_path / "deep.ipynb").write_text("[" * 100_000 + "]" * 100_000)
+    assert why(tmp_path / "deep.ipynb").startswith("the notebook ")
+
+
+def test_why_broken_passes_its_own_reasons_through_and_names_the_rest():
+    assert _why_broken(ValueError("the notebook is larger than 50 MB")) == "the notebook is larger than 50 MB"
+    assert _why_broken(KeyError("cells")) == "the notebook could not be read as an nbgrader notebook (KeyError)"
+    assert "not valid JSON" in _why_broken(json.JSONDecodeError("x", "", 0))
+
+
+# ------------------------------------------------------------------------------ the gradebook's stand-in
+def instructor():
+    return InstructorNotebook(
+        name="nb", kernelspec=None,
+        source_cells=[SimpleNamespace(name="answer", cell_type="code", locked=False, checksum="a", source=""),
+                      SimpleNamespace(name="test", cell_type="code", locked=True, checksum="t", source="")],
+        grade_cells=[SimpleNamespace(name="test", max_score=2.0, cell_type="code")],
+        solution_cells=[SimpleNamespace(name="answer")],
+        task_cells=[SimpleNamespace(name="task", max_score=1.0)])
+
+
+def test_the_snapshot_answers_as_the_gradebook_would():
+    nb = instructor()
+    with _Snapshot(nb) as gradebook:
+        assert gradebook.find_notebook("nb", "a1") is nb
+        assert gradebook.find_source_cell("test", "nb", "a1").checksum == "t"
+        assert gradebook.find_graded_cell("test", "nb", "a1").max_score == 2.0
+        assert gradebook.find_graded_cell("task", "nb", "a1").max_score == 1.0
+        for find, name in ((gradebook.find_source_cell, "forged"), (gradebook.find_graded_cell, "answer"),
+                           (gradebook.find_graded_cell, None)):
+            with pytest.raises(MissingEntry):
+                find(name, "nb", "a1")
+
+
+def test_the_snapshot_does_not_swallow_errors():
+    with pytest.raises(RuntimeError):
+        with _Snapshot(instructor()):
+            raise RuntimeError("inside")
+
+
+def test_a_snapshot_read_notebook_is_a_notebook_node(tmp_path):
+    cell = nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": {"grade_id": "answer"}})
+    (tmp_path / "nb.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[cell])))
+    nb = read_submission(tmp_path / "nb.ipynb")
+    assert nb.cells[0].metadata.nbgrader.grade_id == "answer"

@@ -1,0 +1,100 @@
+"""times.py on its own: the times a student's side writes, read without trusting them.
+
+A timestamp is parsed as nbgrader parses it (`nbgrader.utils.parse_utc`), then refused when it
+is too long, out of range, or not a time; a student's file is read only when it is a regular
+file, never waited on, never followed through a link."""
+from __future__ import annotations
+
+import os
+import threading
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from graders.engine.times import (CLOCK_SLACK, MAX_TIME_TEXT, naive_utc, read_small, read_timestamp,
+                                  submission_time)
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2026-02-01 10:00:00.123456 UTC", datetime(2026, 2, 1, 10, 0, 0, 123456, tzinfo=timezone.utc)),
+    ("2026-02-01T10:00:00+05:00", datetime(2026, 2, 1, 5, 0, tzinfo=timezone.utc)),
+    ("2026-02-01 10:00:00", datetime(2026, 2, 1, 10, 0, tzinfo=timezone.utc)),      # no zone: UTC
+    ("  2026-02-01 10:00:00 UTC\n", datetime(2026, 2, 1, 10, 0, tzinfo=timezone.utc)),
+])
+def test_a_usable_timestamp_is_read_as_nbgrader_reads_it(text, expected):
+    assert submission_time(text, now=NOW) == (expected, "")
+
+
+@pytest.mark.parametrize("text, why", [
+    (None, "no timestamp"), ("", "no timestamp"), (" \n\t", "no timestamp"), (20260201, "no timestamp"),
+    (b"2026-02-01", "no timestamp"),
+    ("tomorrow", "does not parse"), ("2026-13-45 10:00:00", "does not parse"), ("\x00", "does not parse"),
+    ("1e10", "does not parse"), ("2026-02-01 99:00:00", "does not parse"),
+    ("1999-12-31 23:59:59", "out of range"), ("0001-01-01 00:00:00", "out of range"),
+    ("9999-12-31 23:59:59", "out of range"), ("3000-01-01", "out of range"),
+    ("2" * (MAX_TIME_TEXT + 1), "too long"),
+    ("10:00", "no full date"), ("Feb 1", "no full date"), ("2026-02", "no full date"),
+])
+def test_an_odd_timestamp_is_refused_with_its_reason(text, why):
+    moment, reason = submission_time(text, now=NOW)
+    assert moment is None and why in reason
+
+
+def test_a_student_clock_a_little_ahead_is_allowed_far_ahead_is_not():
+    ahead = (NOW + CLOCK_SLACK - timedelta(minutes=1)).strftime("%Y-%m-%d %H:%M:%S")
+    far = (NOW + CLOCK_SLACK + timedelta(minutes=1)).strftime("%Y-%m-%d %H:%M:%S")
+    assert submission_time(ahead, now=NOW)[0] is not None
+    assert "out of range" in submission_time(far, now=NOW)[1]
+
+
+def test_the_reason_shows_at_most_forty_characters_of_the_text():
+    _, why = submission_time("x" * 60, now=NOW)
+    assert "x" * 40 + "…" in why and "x" * 41 not in why
+
+
+def test_naive_utc_is_how_nbgrader_keeps_times():
+    moment = datetime(2026, 2, 1, 15, 0, tzinfo=timezone(timedelta(hours=5)))
+    assert naive_utc(moment) == datetime(2026, 2, 1, 10, 0)
+
+
+# ------------------------------------------------------------------------------ a student's file
+def _open_fds():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_regular_file_is_read_up_to_the_limit(tmp_path):
+    (tmp_path / "t.txt").write_bytes(b"  2026-02-01 \n" + b"x" * 1000)
+    assert read_small(tmp_path / "t.txt", 13) == "2026-02-01"
+    assert read_small(tmp_path / "t.txt", 13, strip=False) == "  2026-02-01 "
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe2026")
+    assert read_small(tmp_path / "bad.txt", 10) == "\ufffd\ufffd2026"
+    (tmp_path / "empty.txt").write_bytes(b"  \n")
+    assert read_small(tmp_path / "empty.txt", 10) is None
+
+
+def test_a_folder_where_the_file_should_be_is_none_and_leaks_nothing(tmp_path):
+    (tmp_path / "timestamp.txt").mkdir()
+    before = _open_fds()
+    assert read_small(tmp_path / "timestamp.txt", 64) is None
+    assert read_timestamp(tmp_path) is None
+    assert _open_fds() == before
+
+
+def test_a_fifo_is_never_waited_on(tmp_path):
+    os.mkfifo(tmp_path / "timestamp.txt")
+    answer, before = [], _open_fds()
+    reader = threading.Thread(target=lambda: answer.append(read_timestamp(tmp_path)), daemon=True)
+    reader.start()
+    reader.join(5)
+    assert not reader.is_alive(), "read_small blocked on a FIFO"
+    assert answer == [None] and _open_fds() == before
+
+
+def test_a_link_or_a_missing_file_is_none(tmp_path):
+    (tmp_path / "real.txt").write_text("2026-02-01 10:00:00")
+    (tmp_path / "timestamp.txt").symlink_to(tmp_path / "real.txt")
+    assert read_timestamp(tmp_path) is None
+    assert read_small(tmp_path / "absent.txt", 10) is None
+    assert read_timestamp(tmp_path / "no folder") is None
