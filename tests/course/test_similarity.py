@@ -170,3 +170,13 @@ def test_a_class_of_one_or_none_writes_an_empty_table(tmp_path):
     assert "No two students" in written.html.read_text()
     answers.cells["alone"] = {("nb", "c"): "x = 1\n"}
     assert compare(answers).pairs == []
+
+
+def test_an_expression_the_release_gives_is_no_sign():
+    answers = Answers("given")
+    answers.templates[("nb", "answer_expr")] = "answer = B / b  # replace with yours\n"
+    answers.cells = {"s1": {("nb", "answer_expr"): "answer = B / b\nextra = x * y + 1\n"},
+                     "s2": {("nb", "answer_expr"): "answer = B/b\nother = q - 7 * r\n"}}
+    assert compare(answers).pairs == []
+    answers.templates.clear()
+    assert compare(answers).pairs[0].symbolic_score == 1.0
