@@ -180,3 +180,25 @@ def test_an_expression_the_release_gives_is_no_sign():
     assert compare(answers).pairs == []
     answers.templates.clear()
     assert compare(answers).pairs[0].symbolic_score == 1.0
+
+
+def test_chapter_report_writes_the_similarity_page_beside_the_report(tmp_path, monkeypatch, capsys):
+    """`chapter report` (its class report stubbed: it needs a gradebook) writes and names both files."""
+    from types import SimpleNamespace
+
+    from graders.cli import main
+    from graders.course import report
+    answers, planted = class_answers(12, copies=((2, 5),))
+    course = write_course(tmp_path / "course", answers)
+    out = tmp_path / "out"
+
+    def fake_report(root, assignment, out=None):
+        out.mkdir(parents=True, exist_ok=True)
+        return SimpleNamespace(text="(the class report)", html=out / "report.html", checks_csv=out / "checks.csv",
+                               mistakes_csv=out / "mistakes.csv")
+    monkeypatch.setattr(report, "build_report", fake_report)
+    assert main(["report", "simclass", "--course", str(course), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert f"similarity: {out / 'similarity.html'}" in text and str(out / "similarity.csv") in text
+    assert "1 pair(s) unusually alike - look closer" in text and f"{planted[0][0]} and {planted[0][1]}" in text
+    assert (out / "similarity.html").is_file()
