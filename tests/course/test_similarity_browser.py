@@ -10,25 +10,15 @@ more than "look closer". Screenshots go to tests/artifacts/similarity*.png.
 from __future__ import annotations
 
 import csv
-import os
 import re
-from pathlib import Path
 
 import pytest
 
 from graders.course import similarity
 from tests.course.similarity_class import class_answers, write_course
+from tests.course.test_report_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, sync_api  # skips as it does
 
 pytestmark = pytest.mark.browser
-
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-sync_api = pytest.importorskip("playwright.sync_api")
-if not os.access(CHROMIUM, os.X_OK):
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
 
 
 def test_the_similarity_page_ranks_the_copies_and_shows_them_side_by_side(tmp_path):
@@ -37,16 +27,14 @@ def test_the_similarity_page_ranks_the_copies_and_shows_them_side_by_side(tmp_pa
     written = similarity.build_similarity(course, answers.assignment, tmp_path / "report")
     with open(written.csv, newline="") as fh:
         rows = list(csv.reader(fh))
-    requests = []
+    left = []            # every request the page makes that is not to a file or data: URL
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
-            context = browser.new_context(viewport={"width": 1300, "height": 900})
-            context.route(re.compile(r"^https?://"), lambda route: route.abort())
-            page = context.new_page()
-            page.on("request", lambda request: requests.append(request.url))
-            page.goto(written.html.as_uri())
-            page.wait_for_load_state("load")
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.route(re.compile(r"^(?!file:|data:)"), lambda route: (left.append(route.request.url),
+                                                                       route.abort()))
+            page.goto(written.html.as_uri(), wait_until="load")
             shown = page.eval_on_selector_all(
                 "table[data-table='similarity'] tr", "rows => rows.map(r => [...r.children].map(c => c.textContent))")
             assert shown == rows and len(shown) > 3
@@ -64,7 +52,6 @@ def test_the_similarity_page_ranks_the_copies_and_shows_them_side_by_side(tmp_pa
             assert section.locator("mark").count() >= 4
             assert section.locator(".side").count() >= 3
             page.screenshot(path=str(ARTIFACTS / "similarity-pair.png"))
-            context.close()
         finally:
             browser.close()
-    assert [u for u in requests if not u.startswith("file:") and not u.startswith("data:")] == []
+    assert left == []
