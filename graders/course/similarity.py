@@ -402,7 +402,7 @@ def _code_fingerprints(answers: Answers, notes: list, own: dict) -> dict:
     from copydetect.utils import get_token_coverage
     import numpy as np
     by_cell = defaultdict(dict)
-    boiler = {}
+    boiler, seen = {}, {}
     for cell, template in answers.templates.items():
         boiler[cell] = np.array(sorted(CodeFingerprint("cell.py", K, WINDOW, fp=io.StringIO(template),
                                                        language="python").hashes))
@@ -411,9 +411,15 @@ def _code_fingerprints(answers: Answers, notes: list, own: dict) -> dict:
             source = own[student][cell] = own_code(source, answers.templates.get(cell, ""))
             if not source.strip():
                 continue           # untouched: nothing of the student's own
+            if (cell, source) in seen:     # the same text (a one-line answer many wrote alike): fingerprinted once
+                fp = seen[(cell, source)]
+                if fp is not None and fp.hashes:
+                    by_cell[cell][student] = fp
+                continue
+            seen[(cell, source)] = None
             try:
-                fp = CodeFingerprint("cell.py", K, WINDOW, boilerplate=boiler.get(cell), fp=io.StringIO(source),
-                                     language="python")
+                fp = seen[(cell, source)] = CodeFingerprint("cell.py", K, WINDOW, boilerplate=boiler.get(cell),
+                                                            fp=io.StringIO(source), language="python")
             except Exception as error:  # noqa: BLE001 - a tokenizer failure on hostile text skips one cell
                 notes.append(f"{student}: cell {cell[1]} of {cell[0]} could not be fingerprinted "
                              f"({type(error).__name__}); not compared")
@@ -426,7 +432,7 @@ def _code_fingerprints(answers: Answers, notes: list, own: dict) -> dict:
         common = {h for h, n in counts.items() if n > limit}
         if not common:
             continue
-        for fp in prints.values():
+        for fp in set(prints.values()):
             if fp.hashes & common:
                 fp.hashes = fp.hashes - common
                 fp.hash_idx = {h: i for h, i in fp.hash_idx.items() if h not in common}
@@ -482,6 +488,7 @@ def compare(answers: Answers, top: int = TOP, shown: int = SHOWN, budget: float 
 
     mark = time.perf_counter()
     found = defaultdict(dict)        # (notebook, grade_id, target) -> {student: Expression}
+    parsed = {}
     stopped = False
     for student in students:
         if stopped:
@@ -494,7 +501,9 @@ def compare(answers: Answers, top: int = TOP, shown: int = SHOWN, budget: float 
                 break
             if cell in answers.templates and source.strip() == answers.templates[cell].strip():
                 continue
-            for target, expr in expressions(source).items():
+            if source not in parsed:          # the same text many wrote alike is parsed once
+                parsed[source] = expressions(source)
+            for target, expr in parsed[source].items():
                 found[cell + (target,)][student] = expr
     template_keys = {}
     for cell, template in answers.templates.items():

@@ -1,6 +1,6 @@
 """A synthetic class for the similarity table: honest students who each write their own code, and planted copies.
 
-Every student answers three notebooks, each with a code cell (`answer_code`) and a
+Every student answers three notebooks (five in the benchmark), each with a code cell (`answer_code`) and a
 symbolic cell (`answer_expr`). An honest student's code is built from the task's
 usual pieces (the same idioms everyone uses), with names of their own, their own
 order of independent lines, and a few lines of their own (checks, prints, rounding,
@@ -22,7 +22,8 @@ from graders.course.similarity import Answers
 from graders.variants import variant_for
 
 ASSIGNMENT = "simclass"
-NOTEBOOKS = ["n1-batching", "n2-decay", "n3-clipping"]
+NOTEBOOKS = ["n1-batching", "n2-decay", "n3-clipping"]          # the tests' class
+ALL_NOTEBOOKS = NOTEBOOKS + ["n4-warmup", "n5-checkpoint"]      # the benchmark's
 WORDS = ["total", "count", "steps", "size", "val", "result", "tmp", "n", "acc", "chunk", "per", "rounds",
          "micro", "tokens", "seq", "grad", "norm", "scale", "factor", "rate", "lam", "decay", "limit", "cap"]
 TEMPLATE = "# YOUR CODE HERE\nraise NotImplementedError()"
@@ -49,6 +50,17 @@ CORE = {
         "def {f}({a}, {b}, {c}):\n    {r} = 0.0\n    for x in {a}:\n        {r} += x * x\n    {r} = {r} ** 0.5\n"
         "    return [x * min(1, {b} / {r}) for x in {a}]",
     ],
+    "n4-warmup": [
+        "def {f}({a}, {b}, {c}):\n    if {a} < {c}:\n        return {b} * ({a} + 1) / {c}\n    return {b}",
+        "def {f}({a}, {b}, {c}):\n    {r} = min(1.0, ({a} + 1) / {c})\n    return {b} * {r}",
+        "def {f}({a}, {b}, {c}):\n    return {b} if {a} >= {c} else {b} * ({a} + 1) / {c}",
+    ],
+    "n5-checkpoint": [
+        "def {f}({a}, {b}, {c}):\n    {r} = {a} * {b}\n    return {r} + 2 * {r} * {c}",
+        "def {f}({a}, {b}, {c}):\n    return {a} * {b} * (1 + 2 * {c})",
+        "def {f}({a}, {b}, {c}):\n    {r} = 0\n    for part in ({b}, 2 * {b} * {c}):\n        {r} += {a} * part\n"
+        "    return {r}",
+    ],
 }
 # lines of a student's own, with constants they choose
 OWN = [
@@ -63,17 +75,25 @@ OWN = [
 ]
 RIGHT = {"n1-batching": ["B / (b * P)", "B / b / P", "(B / P) / b", "B * (b * P) ** -1", "B / (P * b)"],
          "n2-decay": ["theta * (1 - lr * lam)", "theta - lr * lam * theta", "theta - theta * lam * lr"],
-         "n3-clipping": ["c / sqrt(g1**2 + g2**2)", "c / (g1*g1 + g2*g2) ** 0.5", "c * (g1**2 + g2**2) ** -0.5"]}
+         "n3-clipping": ["c / sqrt(g1**2 + g2**2)", "c / (g1*g1 + g2*g2) ** 0.5", "c * (g1**2 + g2**2) ** -0.5"],
+         "n4-warmup": ["eta * t / W", "t * eta / W", "eta / W * t"],
+         "n5-checkpoint": ["4 * N * (1 + 2)", "12 * N", "4*N + 8*N"]}
 USUAL_WRONG = {"n1-batching": ["B * b / P", "B / b", "b * P / B"],
                "n2-decay": ["theta * (1 - lr)", "theta - lam * theta", "theta * lr * lam"],
-               "n3-clipping": ["c / (g1**2 + g2**2)", "c * sqrt(g1**2 + g2**2)", "sqrt(g1**2 + g2**2) / c"]}
+               "n3-clipping": ["c / (g1**2 + g2**2)", "c * sqrt(g1**2 + g2**2)", "sqrt(g1**2 + g2**2) / c"],
+               "n4-warmup": ["eta * W / t", "eta * t", "eta / t"],
+               "n5-checkpoint": ["4 * N", "8 * N", "2 * N * 4 + N"]}
 # the planted pairs' shared mistakes, each written two equal ways
 RARE_WRONG = [{"n1-batching": ("(B - b) / (b * P)", "B / (P * b) - 1 / P"),
                "n2-decay": ("theta * (1 - lr * lam) ** 2", "theta * (1 - lr*lam) * (1 - lam*lr)"),
-               "n3-clipping": ("c / sqrt(g1**2 + g2)", "c * (g2 + g1*g1) ** -0.5")},
+               "n3-clipping": ("c / sqrt(g1**2 + g2)", "c * (g2 + g1*g1) ** -0.5"),
+               "n4-warmup": ("eta * (t - 1) / W", "eta*t/W - eta/W"),
+               "n5-checkpoint": ("4 * N * 3 + 2", "2 + 12*N")},
               {"n1-batching": ("B / (b * P + 1)", "B / (1 + P*b)"),
                "n2-decay": ("theta * (1 - lr) * (1 - lam)", "theta - theta*lr - theta*lam + theta*lr*lam"),
-               "n3-clipping": ("c * g1 / sqrt(g1**2 + g2**2)", "g1 * c * (g1*g1 + g2*g2) ** -0.5")}]
+               "n3-clipping": ("c * g1 / sqrt(g1**2 + g2**2)", "g1 * c * (g1*g1 + g2*g2) ** -0.5"),
+               "n4-warmup": ("eta * t / (W + 1)", "t * eta / (1 + W)"),
+               "n5-checkpoint": ("4 * N * 2 + 4", "8 * N + 4")}]
 TARGET = "answer"
 
 
@@ -124,21 +144,21 @@ def expression_cell(expr: str, helper: bool, rng: random.Random) -> str:
 
 
 def class_answers(students: int = 30, copies: tuple = ((0, 7), (12, 25)), seed: int = 1,
-                  wrong_share: float = 0.2) -> tuple[Answers, list]:
+                  wrong_share: float = 0.2, notebooks: list = NOTEBOOKS) -> tuple[Answers, list]:
     """The class of `students` (ids s000...), with student j copying student i for each (i, j) in `copies`.
 
     Returns the Answers and the copied pairs as (a, b) id tuples, sorted."""
     rng = random.Random(seed)
     ids = [f"s{i:03d}" for i in range(students)]
     answers = Answers(ASSIGNMENT)
-    for nb in NOTEBOOKS:
+    for nb in notebooks:
         answers.templates[(nb, "answer_code")] = TEMPLATE
         answers.templates[(nb, "answer_expr")] = TEMPLATE
     plans = {}
     for i, sid in enumerate(ids):
         answers.variants[sid] = variant_for(sid, ASSIGNMENT)
         cells = answers.cells[sid] = {}
-        for nb in NOTEBOOKS:
+        for nb in notebooks:
             plans[(sid, nb)] = plan = honest(rng, nb)
             cells[(nb, "answer_code")] = render(plan)
             pool = USUAL_WRONG[nb] if rng.random() < wrong_share else RIGHT[nb]
@@ -146,7 +166,7 @@ def class_answers(students: int = 30, copies: tuple = ((0, 7), (12, 25)), seed: 
     pairs = []
     for number, (source, copier) in enumerate(copies):
         s, c = ids[source], ids[copier]
-        for nb in NOTEBOOKS:
+        for nb in notebooks:
             answers.cells[c][(nb, "answer_code")] = render(copied(rng, plans[(s, nb)]))
             first, second = RARE_WRONG[number % len(RARE_WRONG)][nb]
             answers.cells[s][(nb, "answer_expr")] = expression_cell(first, True, rng)
@@ -169,13 +189,14 @@ def write_course(root: Path, answers: Answers) -> Path:
     """The class as a course folder nbgrader's default layout reads: release/ and submitted/<student>/."""
     release = root / "release" / answers.assignment
     release.mkdir(parents=True)
-    for nb in NOTEBOOKS:
+    notebooks = sorted({n for n, _ in answers.templates})
+    for nb in notebooks:
         cells = {g: s for (n, g), s in answers.templates.items() if n == nb}
         (release / f"{nb}.ipynb").write_text(json.dumps(_notebook(cells)))
     for student, cells in answers.cells.items():
         folder = root / "submitted" / student / answers.assignment
         folder.mkdir(parents=True)
-        for nb in NOTEBOOKS:
+        for nb in notebooks:
             mine = {g: s for (n, g), s in cells.items() if n == nb}
             (folder / f"{nb}.ipynb").write_text(json.dumps(_notebook(mine)))
     (root / "nbgrader_config.py").write_text(
