@@ -202,3 +202,19 @@ def test_chapter_report_writes_the_similarity_page_beside_the_report(tmp_path, m
     assert f"similarity: {out / 'similarity.html'}" in text and str(out / "similarity.csv") in text
     assert "1 pair(s) unusually alike - look closer" in text and f"{planted[0][0]} and {planted[0][1]}" in text
     assert (out / "similarity.html").is_file()
+
+
+def test_random_junk_in_every_cell_never_crashes():
+    """Fragments of Python, arithmetic and noise, spliced at random into every student's cells."""
+    import random
+    rng = random.Random(7)
+    pieces = ["answer = ", "(", ")", "**", "x", "B", "/", "0", "1e308", "-", "sqrt(", "log(", "min(", ",", "\n",
+              "def f(", "):", "    ", "'", '"""', "\\", "\x00", "é", "[", "]", "lambda", "import os", "#", "=",
+              "Max(x, 1j)", "floor(x // 0)", "Rational(1, 0)", "log(0, 0)", "x ** -x ** x"]
+    answers, _ = class_answers(12, copies=())
+    for cells in answers.cells.values():
+        for cell in cells:
+            cells[cell] = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 300)))
+    result = compare(answers)
+    assert result.students == 12
+    similarity.render_html(result)
