@@ -21,7 +21,8 @@ autograded one for a student with no submitted folder), and from nothing else:
   equal as functions with overwhelming probability; Schwartz-Zippel). Two students
   with the same expression weigh by how rare it is in the class: one only they wrote
   weighs 1, one more than COMMON_SHARE of the class wrote (the right answer, most
-  often) weighs 0, and a match across different variants weighs a quarter more;
+  often) weighs 0, and a match within one variant weighs SAME_VARIANT of one across
+  different variants (each variant has its own numbers: alike there is less likely);
 - a pair's score: the mean code similarity over the code cells both answered (each cell
   weighing as much as its normalised code is long: a function copied says more than a
   one-line formula written alike), and the
@@ -59,10 +60,12 @@ EXPR_DEPTH = 40                 # nesting depth of one symbolic answer
 EXPR_CONSTANT = 1e15            # largest number literal accepted
 SYMBOLIC_SECONDS = 60.0         # the symbolic comparison of a whole class stops after this, and says so
 POINTS = 2                      # random points each expression is evaluated at
+SAME_VARIANT = 0.8              # a symbolic match within one variant, against one across variants
 CODE_WEIGHT = 0.7               # of a pair's score; the symbolic answers weigh the rest (a few short answers
                                 # alike by chance are likelier than whole cells of code alike by chance)
 STAND_OUT_Z = 6.0               # robust z-score from which a pair is "unusually alike"
 STAND_OUT_MIN = 0.25            # ... and at least this score
+MIN_CLASS = 10                  # fewer students, and no pair is marked: "unusual" needs a class to compare with
 TOP = 25                        # pairs in the table and the CSV
 SHOWN = 10                      # top pairs with a side-by-side view
 COLUMNS = ["rank", "student a", "student b", "score", "code", "symbolic", "cells alike", "cells compared",
@@ -76,7 +79,7 @@ class Answers:
     assignment: str
     cells: dict = field(default_factory=dict)       # student -> {(notebook, grade_id): source}
     templates: dict = field(default_factory=dict)   # (notebook, grade_id) -> the release's source
-    variants: dict = field(default_factory=dict)    # student -> variant label
+    variants: dict = field(default_factory=dict)    # (student, notebook) -> variant label
     notes: list = field(default_factory=list)       # what was cut or skipped, in words
 
 
@@ -121,6 +124,15 @@ def answer_cells(path: Path, notes: list, who: str) -> dict:
     return found
 
 
+def _variant_assignment(notebook: str) -> str | None:
+    """The assignment id a registered problem draws its variants under (its own, if it declares one)."""
+    from graders import problems
+    try:
+        return getattr(problems.get(notebook), "assignment", None)
+    except Exception:  # noqa: BLE001 - not a registered problem (or one that fails to import): the assignment's
+        return None
+
+
 def read_answers(root, assignment: str) -> Answers:
     """The answer cells of `assignment` in the course at `root`, where nbgrader's configuration puts them."""
     from types import SimpleNamespace
@@ -140,6 +152,7 @@ def read_answers(root, assignment: str) -> Answers:
     for path in sorted(release.glob("*.ipynb")):
         for grade_id, source in answer_cells(path, answers.notes, "release").items():
             answers.templates[(path.stem, grade_id)] = source
+    drawn_for = {path.stem: _variant_assignment(path.stem) or assignment for path in release.glob("*.ipynb")}
     folders = {}
     for step in (coursedir.autograded_directory, coursedir.submitted_directory):   # submitted wins
         template = coursedir.format_path(step, "{student}", assignment)
@@ -159,7 +172,8 @@ def read_answers(root, assignment: str) -> Answers:
                     source = source[:room]
                 room -= len(source)
                 cells[(path.stem, grade_id)] = source
-        answers.variants[student] = variant_for(student, assignment)
+        for notebook in {nb for nb, _ in cells}:
+            answers.variants[(student, notebook)] = variant_for(student, drawn_for.get(notebook, assignment))
     return answers
 
 
@@ -523,8 +537,8 @@ def compare(answers: Answers, top: int = TOP, shown: int = SHOWN, budget: float 
             for i, x in enumerate(group):
                 for y in group[i + 1:]:
                     a, b = min(x, y), max(x, y)
-                    differ = answers.variants.get(a) != answers.variants.get(b)
-                    w = min(1.0, weight * (1.25 if differ else 1.0))
+                    differ = answers.variants.get((a, where[0])) != answers.variants.get((b, where[0]))
+                    w = weight * (1.0 if differ else SAME_VARIANT)
                     symbolic_hits[(a, b, where)] = (w, len(group), n, differ)
                     if w > 0:
                         pair(a, b).symbolic += w
@@ -550,7 +564,8 @@ def compare(answers: Answers, top: int = TOP, shown: int = SHOWN, budget: float 
     spread = max(1.4826 * mad, 0.02)
     ranked = sorted(pairs.values(), key=lambda p: (-p.score, p.a, p.b))[:top]
     for p in ranked:
-        p.stands_out = p.score >= STAND_OUT_MIN and (p.score - median) / spread >= STAND_OUT_Z
+        p.stands_out = (len(students) >= MIN_CLASS and p.score >= STAND_OUT_MIN
+                        and (p.score - median) / spread >= STAND_OUT_Z)
     for p in ranked[:shown]:
         _matches(p, own, code_hits, symbolic_hits, found)
     return Similarity(answers.assignment, len(students), ranked, len(pairs), median, spread, notes, seconds)
@@ -600,6 +615,10 @@ def render_html(result: Similarity) -> str:
            f"<p>{result.students} students, {result.pairs_scored} pairs with anything alike; the class's median "
            f"pair score {result.median:.3f}. A pair is marked when its score is at least {STAND_OUT_MIN} and "
            f"{STAND_OUT_Z:g} robust spreads ({result.spread:.3f}) above that median.</p>"]
+    if result.students < MIN_CLASS:
+        out.append(f"<p><strong>Too few students ({result.students}, fewer than {MIN_CLASS}) for "
+                   "&quot;unusual&quot; to mean anything</strong>: the table ranks the pairs, and no pair is "
+                   "marked.</p>")
     if not result.pairs:
         out.append("<p>No two students' answers have anything alike beyond the template and common idioms.</p>")
     else:
@@ -664,6 +683,9 @@ def build_similarity(root, assignment: str, folder: Path) -> Written:
 
 def summary(result: Similarity) -> str:
     out = [p for p in result.pairs if p.stands_out]
+    if result.students < MIN_CLASS:
+        return (f"similarity: {result.students} students, too few (under {MIN_CLASS}) to mark any pair; "
+                "the page ranks them")
     head = (f"similarity: {result.students} students; {len(out)} pair(s) unusually alike - look closer"
             if out else f"similarity: {result.students} students; no pair stands out")
     return "\n".join([head] + [f"  {p.a} and {p.b}: score {p.score:.3f}" for p in out[:10]])

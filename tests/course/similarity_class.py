@@ -156,9 +156,9 @@ def class_answers(students: int = 30, copies: tuple = ((0, 7), (12, 25)), seed: 
         answers.templates[(nb, "answer_expr")] = TEMPLATE
     plans = {}
     for i, sid in enumerate(ids):
-        answers.variants[sid] = variant_for(sid, ASSIGNMENT)
         cells = answers.cells[sid] = {}
         for nb in notebooks:
+            answers.variants[(sid, nb)] = variant_for(sid, nb)
             plans[(sid, nb)] = plan = honest(rng, nb)
             cells[(nb, "answer_code")] = render(plan)
             pool = USUAL_WRONG[nb] if rng.random() < wrong_share else RIGHT[nb]

@@ -179,7 +179,7 @@ def test_an_expression_the_release_gives_is_no_sign():
                      "s2": {("nb", "answer_expr"): "answer = B/b\nother = q - 7 * r\n"}}
     assert compare(answers).pairs == []
     answers.templates.clear()
-    assert compare(answers).pairs[0].symbolic_score == 1.0
+    assert compare(answers).pairs[0].symbolic_score > 0
 
 
 def test_chapter_report_writes_the_similarity_page_beside_the_report(tmp_path, monkeypatch, capsys):
@@ -218,3 +218,24 @@ def test_random_junk_in_every_cell_never_crashes():
     result = compare(answers)
     assert result.students == 12
     similarity.render_html(result)
+
+
+def test_a_small_class_is_ranked_but_no_pair_is_marked(tmp_path):
+    answers, planted = class_answers(similarity.MIN_CLASS - 1, copies=((1, 4),))
+    result = compare(answers)
+    assert (result.pairs[0].a, result.pairs[0].b) == planted[0]
+    assert not [p for p in result.pairs if p.stands_out]
+    assert "too few" in similarity.summary(result)
+    assert "Too few students" in similarity.write(result, tmp_path).html.read_text()
+
+
+def test_a_match_across_variants_weighs_more():
+    answers = Answers("variants")
+    cell = ("nb", "answer_expr")
+    for i in range(20):
+        answers.cells[f"s{i:02d}"] = {cell: f"answer = x * {i + 2}\n"}
+        answers.variants[(f"s{i:02d}", "nb")] = "AB"[i % 2]
+    answers.cells["s00"][cell] = answers.cells["s02"][cell] = "answer = x ** 3\n"       # same variant A
+    answers.cells["s04"][cell] = answers.cells["s05"][cell] = "answer = 3 * x ** 2\n"   # variants A and B
+    pairs = {(p.a, p.b): p for p in compare(answers).pairs}
+    assert pairs[("s04", "s05")].symbolic_score > pairs[("s00", "s02")].symbolic_score > 0
