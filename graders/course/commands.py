@@ -180,6 +180,9 @@ def cmd_report(args) -> int:
     written = build_report(root, args.assignment, out=Path(args.out).resolve() if args.out else None)
     print(written.text)
     print(f"\nreport: {written.html}\nCSV: {written.checks_csv} {written.mistakes_csv} {written.items_csv}")
+    from graders.course.similarity import build_similarity, summary
+    alike = build_similarity(root, args.assignment, written.html.parent)
+    print(f"\n{summary(alike.result)}\nsimilarity: {alike.html}\nCSV: {alike.csv}")
     return 0
 
 
