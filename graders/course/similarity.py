@@ -17,17 +17,18 @@ autograded one for a student with no submitted folder), and from nothing else:
   arithmetic over names is rebuilt as a sympy expression from its syntax tree (never
   evaluated as Python: only arithmetic, names, numbers and a few named functions are
   accepted, bounded in size and depth; anything else is skipped), and compared as
-  mathematics by its values at fixed random points (two expressions equal there are
-  equal as functions with overwhelming probability; Schwartz-Zippel). Two students
+  mathematics by its values at fixed random points (a randomized identity test: for
+  polynomials Schwartz-Zippel bounds the chance that unequal ones agree there; for the
+  rest it is a strong heuristic, not a proof). Two students
   with the same expression weigh by how rare it is in the class: one only they wrote
   weighs 1, one more than COMMON_SHARE of the class wrote (the right answer, most
   often) weighs 0, and a match within one variant weighs SAME_VARIANT of one across
-  different variants (each variant has its own numbers: alike there is less likely);
+  different variants (each variant has its own numbers, so alike across variants is
+  less likely by chance);
 - a pair's score: the mean code similarity over the code cells both answered (each cell
   weighing as much as its normalised code is long: a function copied says more than a
-  one-line formula written alike), and the
-  mean symbolic weight over the symbolic answers both gave, mixed CODE_WEIGHT to the
-  rest (0 = nothing alike, 1 = every answer alike). Pairs are ranked; a pair whose score
+  one-line formula written alike), and the mean symbolic weight over the symbolic
+  answers both gave, mixed CODE_WEIGHT to the rest (0 = nothing alike, 1 = every answer alike). Pairs are ranked; a pair whose score
   stands far out from the class's (robust z-score against the median of all pairs)
   is marked "unusually alike - look closer". Whether anything was copied is a person's
   question: the page shows the alike cells side by side for that.

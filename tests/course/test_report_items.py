@@ -1,11 +1,12 @@
 """Item statistics in the class report: difficulty, discrimination and the NEGATIVE DISCRIMINATION flag.
 
 A synthetic class is made directly as the report reads it (`report.Item`): each student has an
-ability; one notebook holds five ordinary checks a student passes when able enough, a good
-check that follows ability too, a planted bad check that the stronger students fail, and a
-check everyone passes. The bad check must be flagged (over the class and in each variant of
-40), the good one never; the constant one has no correlation and says so; a class of 6 gets
-counts only. The rows must reach items.csv, the page and the text, with no NaN anywhere.
+ability, the same in every notebook; a notebook holds five ordinary checks a student passes
+when able enough, a good check that follows ability too and a check everyone passes, each in
+a cell of its own, and one notebook also holds a planted bad check that the stronger half of
+the class fails. The bad check must be flagged (over the class and in each variant), the good
+one never; the constant one has no correlation and says so; a class of 6 gets counts only.
+The rows must reach items.csv, the page and the text, with no NaN anywhere.
 """
 from __future__ import annotations
 
