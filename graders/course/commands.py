@@ -211,3 +211,21 @@ def cmd_cards(args) -> int:
         apkg, table, count = export_chapter(chapter, out)
         print(f"{chapter.id}: {count} cards -> {apkg} and {table}")
     return 0
+
+
+def cmd_export(args) -> int:
+    from pathlib import Path
+
+    from graders.course.export import ExportError, export
+    root = contract.course_root(args.course)
+    try:
+        written = export(root, args.assignment, lms=args.lms, ids=Path(args.ids) if args.ids else None,
+                         out=Path(args.out).resolve() if args.out else None)
+    except ExportError as error:
+        print(f"chapter export: {error}", file=sys.stderr)
+        return 2
+    for line in written.apart_lines:
+        print(line)
+    print(f"{written.exported} grades -> {written.export}\n{len(written.apart_lines)} held apart (empty cells, "
+          f"never 0) -> {written.apart}")
+    return 0
