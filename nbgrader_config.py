@@ -93,6 +93,10 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
+# Late penalties follow deadlines.toml's schedule (none without one): the same numbers that
+# `chapter deadlines` gives when it recomputes them after an extension or a moved deadline.
+c.AssignLatePenalties.plugin_class = "graders.course.deadlines.DeadlinePenalty"
+
 # --- solutions: the source with hidden tests removed, not executed -------------------
 c.GenerateSolution.preprocessors = [
     "nbgrader.preprocessors.IncludeHeaderFooter",

@@ -229,3 +229,21 @@ def cmd_export(args) -> int:
     print(f"{written.exported} grades -> {written.export}\n{len(written.apart_lines)} held apart (empty cells, "
           f"never 0) -> {written.apart}")
     return 0
+
+
+def cmd_deadlines(args) -> int:
+    from graders.course import deadlines
+    root = contract.course_root(args.course)
+    try:
+        policy = deadlines.load(root)
+    except deadlines.DeadlineError as error:
+        print(f"chapter deadlines: {error}\nnothing was changed", file=sys.stderr)
+        return 2
+    if policy is None:
+        print(f"chapter deadlines: no {deadlines.FILE} in {root}; nothing to apply", file=sys.stderr)
+        return 2
+    notes, changes = deadlines.apply(root, policy)
+    for line in notes + [c.line() for c in changes]:
+        print(line)
+    print(f"{len(changes)} penalties changed, nothing regraded")
+    return 0

@@ -33,3 +33,31 @@ def make_gradebook(db_url: str, course_id: str, assignments: dict, submissions: 
                 nb.late_submission_penalty = given.get("penalty", 0.0) / len(given["scores"])
             gb.db.add(sub)
             gb.db.commit()
+
+
+def built_once(tmp_path_factory, assignments: dict, submissions: dict):
+    """A scratch course's gradebook.db holding `submissions`, made once (creating a gradebook runs
+    alembic: seconds) for a test module to copy into each test's course with `course_from`."""
+    import os
+    import sys
+
+    import pytest
+
+    from graders.course.export import gradebook_of
+    from tests.conftest import copy_course
+    with pytest.MonkeyPatch.context() as patch:
+        # nbgrader runs `alembic` by name when it creates a gradebook, as `chapter` finds it: beside this Python
+        patch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+        root = copy_course(tmp_path_factory.mktemp("built"), [])
+        make_gradebook(*gradebook_of(root), assignments, submissions)
+    return root / "gradebook.db"
+
+
+def course_from(tmp_path, built):
+    """A scratch course in `tmp_path` with a copy of the gradebook `built_once` made."""
+    import shutil
+
+    from tests.conftest import copy_course
+    root = copy_course(tmp_path, [])
+    shutil.copy(built, root / "gradebook.db")
+    return root

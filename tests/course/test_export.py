@@ -1,42 +1,29 @@
 """`chapter export`: the LMS's CSV read back gives the gradebook's numbers; no silent 0; hostile ids."""
 import csv
 import json
-import os
-import shutil
-import sys
 
 import pytest
 
 from graders.course import export as ex
-from tests.conftest import copy_course
-from tests.course.synthetic_gradebook import make_gradebook
+from tests.course.synthetic_gradebook import built_once, course_from
 
 ASSIGNMENTS = {"hw1": {"nb-a": [2, 3], "nb-b": [5]}, "hw2": {"nb-c": [1.5, 2.5]}}
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """One gradebook for the module (creating one runs alembic: seconds), copied into each test's course."""
-    with pytest.MonkeyPatch.context() as patch:
-        # nbgrader runs `alembic` by name when it creates a gradebook, as `chapter` finds it: beside this Python
-        patch.setenv("PATH", os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-        root = copy_course(tmp_path_factory.mktemp("built"), [])
-        db_url, course_id = ex.gradebook_of(root)
-        make_gradebook(db_url, course_id, ASSIGNMENTS, {
-            ("ann", "hw1"): {"scores": {"nb-a": [2, 1.25], "nb-b": [4.1]}},
-            ("ann", "hw2"): {"scores": {"nb-c": [1.5, 0.1]}, "late_hours": 3, "penalty": 0.4},
-            ("=cmd|' /C calc'!A0", "hw1"): {"scores": {"nb-a": [1, 1], "nb-b": [0]}},
-            ('bo, "the" one', "hw1"): {"scores": {"nb-a": [2, 3], "nb-b": [5]}, "waiting": True},
-            ("cy\nnewline", "hw2"): {"scores": {"nb-c": [0, 0]}},
-        })
-    return root / "gradebook.db"
+    return built_once(tmp_path_factory, ASSIGNMENTS, {
+        ("ann", "hw1"): {"scores": {"nb-a": [2, 1.25], "nb-b": [4.1]}},
+        ("ann", "hw2"): {"scores": {"nb-c": [1.5, 0.1]}, "late_hours": 3, "penalty": 0.4},
+        ("=cmd|' /C calc'!A0", "hw1"): {"scores": {"nb-a": [1, 1], "nb-b": [0]}},
+        ('bo, "the" one', "hw1"): {"scores": {"nb-a": [2, 3], "nb-b": [5]}, "waiting": True},
+        ("cy\nnewline", "hw2"): {"scores": {"nb-c": [0, 0]}},
+    })
 
 
 @pytest.fixture
 def course(tmp_path, built):
-    root = copy_course(tmp_path, [])
-    shutil.copy(built, root / "gradebook.db")
-    return root
+    return course_from(tmp_path, built)
 
 
 def read(path):
