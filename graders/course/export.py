@@ -121,8 +121,9 @@ def gradebook_of(root: Path):
     return coursedir.db_url, coursedir.course_id
 
 
-def read_grades(root: Path, which: str) -> Grades:
-    """Every student's final score (penalty applied) in `which` ("all" or one assignment)."""
+def read_grades(root: Path, which: str, roster=()) -> Grades:
+    """Every student's final score (penalty applied) in `which` ("all" or one assignment); the
+    students are the gradebook's and the `roster`'s (ids.csv's), so one who never submitted is listed."""
     from nbgrader.api import Assignment, Gradebook, SubmittedAssignment
 
     from graders.engine.exchange import read_set_aside
@@ -134,7 +135,7 @@ def read_grades(root: Path, which: str) -> Grades:
                 known = ", ".join(names) or "none"
                 raise ExportError(f"no assignment {which!r} in the gradebook (it has: {known})")
             names = [which]
-        grades = Grades(names, sorted(s.id for s in gb.students))
+        grades = Grades(names, sorted({s.id for s in gb.students} | set(roster)))
         rows = (gb.db.query(Assignment.name, SubmittedAssignment.student_id, SubmittedAssignment.score,
                             SubmittedAssignment.late_submission_penalty, SubmittedAssignment.needs_manual_grade)
                 .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
@@ -175,7 +176,7 @@ def export(root: Path, which: str, lms: str = "canvas", ids: Path | None = None,
     if lms not in LMS:
         raise ExportError(f"unknown LMS {lms!r}: choose {' or '.join(LMS)}")
     people = read_ids(ids) if ids else None
-    grades = read_grades(Path(root), which)
+    grades = read_grades(Path(root), which, roster=people or ())
     out = Path(out) if out else Path(root) / "exports"
     out.mkdir(parents=True, exist_ok=True)
     label = re.sub(r"[^A-Za-z0-9._-]", "_", which)

@@ -84,7 +84,7 @@ def test_hostile_ids_are_neutralised(course):
 def test_ids_file_and_moodle(course, tmp_path):
     ids = tmp_path / "ids.csv"
     ids.write_text("course_id,lms_id,sis_id,section,name\nann,101,S-1,A,Ann Example\n"
-                   "=cmd|' /C calc'!A0,102,@S2,B,\n", encoding="utf-8")
+                   "=cmd|' /C calc'!A0,102,@S2,B,\ndee,103,S-3,A,Dee Never\n", encoding="utf-8")
     canvas = ex.export(course, "all", lms="canvas", ids=ids)
     rows = {r["ID"]: r for r in read(canvas.export)}
     assert rows["101"]["Student"] == "Ann Example" and rows["101"]["SIS User ID"] == "S-1"
@@ -92,6 +92,8 @@ def test_ids_file_and_moodle(course, tmp_path):
     assert float(rows["101"]["hw1"]) == 2 + 1.25 + 4.1
     assert "cy newline" not in {r["Student"] for r in rows.values()}
     assert any("not in the ids file" in line for line in canvas.apart_lines)
+    assert rows["103"]["hw1"] == rows["103"]["hw2"] == ""          # on the roster, never submitted
+    assert "APART dee hw1: no submission" in canvas.apart_lines
     moodle = ex.export(course, "hw1", lms="moodle", ids=ids)
     mrows = {r[ex.MOODLE_ID_COLUMN]: r for r in read(moodle.export)}
     assert float(mrows["S-1"]["hw1"]) == 2 + 1.25 + 4.1
