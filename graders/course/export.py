@@ -3,10 +3,11 @@
 From the course's gradebook, one CSV the LMS's gradebook import takes, and one CSV of the students
 held apart. The formats, as the LMSs document them:
 
-- Canvas (gradebook import, "Import a CSV file to Grades"): a header row, then per student the
-  columns Student, ID, SIS User ID, Section and one column per assignment, named as the assignment
-  is named in Canvas (a new name makes a new assignment there). Canvas matches a row by ID or by
-  SIS User ID; a blank cell leaves that student's grade as it is.
+- Canvas (Grades > Import): the layout of Canvas's own gradebook export, which its import takes
+  back: a header row, then per student Student, ID, SIS User ID, SIS Login ID, Section and one
+  column per assignment, named as in Canvas (a new name makes a new assignment there). Canvas
+  matches a row by its name, ID or SIS User ID (Ohio State's CarmenCanvas guide "Import a CSV
+  file to Carmen Grades" lists these columns); a blank cell leaves that student's grade as it is.
 - Moodle (Grades > Import > CSV file): a header row, one identifier column that the import page
   maps ("Map from") to a user field ("Map to": ID number = useridnumber), and one column per grade
   item, mapped to the item on the same page.
@@ -18,7 +19,7 @@ which the engine also sets when the sandbox may have caused an error), or a subm
 exchange set aside - gets an empty cell, never a 0, and a line in the list apart.
 
 ids.csv maps course ids (the logins nbgrader knows) to the LMS's: columns course_id, lms_id,
-sis_id, section and optionally name, one student a row. Without it, the course id stands for each.
+sis_id, section and optionally name and sis_login_id, one student a row. Without it, the course id stands for each.
 
 Every field from a student (ids, names) is hostile: a field a spreadsheet would run as a formula
 (starting with = + - @ or a tab or carriage return) gets a leading apostrophe, as OWASP's "CSV
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 LMS = ("canvas", "moodle")
-CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "Section"]
+CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_ID_COLUMN = "ID number"
 IDS_COLUMNS = ("course_id", "lms_id", "sis_id", "section")
 APART_COLUMNS = ["student", "assignment", "why"]
@@ -69,6 +70,7 @@ class Person:
     sis_id: str = ""
     section: str = ""
     name: str = ""
+    login: str = ""
 
 
 @dataclass
@@ -91,7 +93,7 @@ def read_ids(path: Path) -> dict[str, Person]:
     missing = [c for c in ("course_id", "lms_id") if c not in header]
     if missing:
         raise ExportError(f"{path}: the header must name the columns {', '.join(IDS_COLUMNS)} (optionally "
-                          f"name); missing {', '.join(missing)}")
+                          f"name, sis_login_id); missing {', '.join(missing)}")
     reader.fieldnames = header
     people: dict[str, Person] = {}
     for number_, row in enumerate(reader, start=2):
@@ -105,7 +107,8 @@ def read_ids(path: Path) -> dict[str, Person]:
         if course_id in people:
             raise ExportError(f"{path}, row {number_}: the course id {course_id!r} is mapped twice")
         people[course_id] = Person(course_id, *((row.get(c) or "").strip() for c in IDS_COLUMNS[1:]),
-                                   name=(row.get("name") or "").strip())
+                                   name=(row.get("name") or "").strip(),
+                                   login=(row.get("sis_login_id") or "").strip())
     return people
 
 
@@ -203,7 +206,7 @@ def export(root: Path, which: str, lms: str = "canvas", ids: Path | None = None,
             apart.append([student, "all" if which == "all" else which, f"{why}: not exported"])
             continue
         if lms == "canvas":
-            row = [person.name or student, person.lms_id, person.sis_id, person.section]
+            row = [person.name or student, person.lms_id, person.sis_id, person.login, person.section]
         else:
             row = [person.sis_id]
         table.append([safe_text(v) for v in row] + cells)

@@ -34,7 +34,7 @@ def read(path):
 def test_round_trip_canvas(course):
     written = ex.export(course, "all", lms="canvas")
     rows = {r["ID"]: r for r in read(written.export)}
-    assert list(read(written.export)[0])[:4] == ex.CANVAS_COLUMNS
+    assert list(read(written.export)[0]) == ex.CANVAS_COLUMNS + ["hw1", "hw2"]
     # the gradebook's own numbers: sum of the cells minus the penalty, exactly
     assert float(rows["ann"]["hw1"]) == 2 + 1.25 + 4.1
     assert float(rows["ann"]["hw2"]) == max(0.0, (1.5 + 0.1) - 0.4)
@@ -83,11 +83,12 @@ def test_hostile_ids_are_neutralised(course):
 
 def test_ids_file_and_moodle(course, tmp_path):
     ids = tmp_path / "ids.csv"
-    ids.write_text("course_id,lms_id,sis_id,section,name\nann,101,S-1,A,Ann Example\n"
-                   "=cmd|' /C calc'!A0,102,@S2,B,\ndee,103,S-3,A,Dee Never\n", encoding="utf-8")
+    ids.write_text("course_id,lms_id,sis_id,section,name,sis_login_id\nann,101,S-1,A,Ann Example,ann@uni\n"
+                   "=cmd|' /C calc'!A0,102,@S2,B,,\ndee,103,S-3,A,Dee Never,\n", encoding="utf-8")
     canvas = ex.export(course, "all", lms="canvas", ids=ids)
     rows = {r["ID"]: r for r in read(canvas.export)}
     assert rows["101"]["Student"] == "Ann Example" and rows["101"]["SIS User ID"] == "S-1"
+    assert rows["101"]["SIS Login ID"] == "ann@uni" and rows["101"]["Section"] == "A"
     assert rows["102"]["SIS User ID"] == "'@S2"
     assert float(rows["101"]["hw1"]) == 2 + 1.25 + 4.1
     assert "cy newline" not in {r["Student"] for r in rows.values()}
