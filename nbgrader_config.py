@@ -110,6 +110,8 @@ c.GenerateAssignment.create_assignment = True
 # --- feedback: what the student gets back shows results, never the hidden tests' source ---
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
+    # a first cell with the student's own due date (extension included), hand-in time and late penalty
+    "graders.course.deadlines.DueDateInFeedback",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "graders.engine.nbgrader_hooks.HiddenTestsOutOfTracebacks",   # also for notebooks autograded before it was configured
     "nbgrader.preprocessors.ClearHiddenTests",

@@ -36,6 +36,8 @@ from pathlib import Path
 
 from nbgrader.plugins import LateSubmissionPlugin
 
+from graders.course.pages import Preprocessor     # nbconvert's, on by default as nbgrader needs
+
 FILE = "deadlines.toml"
 UNITS = {"hour": 3600.0, "day": 86400.0}
 KINDS = ("fraction", "points")
@@ -236,3 +238,48 @@ class DeadlinePenalty(LateSubmissionPlugin):
         if policy is None or policy.schedule is None:
             return None
         return policy.schedule.penalty(score, total_seconds_late)
+
+
+def due_sentence(due: datetime | None, extension: timedelta | None, handed_in: datetime | None,
+                 seconds_late: float, penalty: float) -> str:
+    """What a student reads at the top of their feedback about their own deadline."""
+    if due is None:
+        return ""
+    own = due + extension if extension else due
+    text = f"**Your due date:** {own:%Y-%m-%d %H:%M} UTC"
+    if extension:
+        hours = extension.total_seconds() / 3600
+        text += f" (the class's {due:%Y-%m-%d %H:%M}, with your extension of {hours:g} h)"
+    text += "."
+    if handed_in is not None:
+        text += f" Handed in {handed_in:%Y-%m-%d %H:%M} UTC"
+        if seconds_late > 0:
+            late = seconds_late / 3600
+            text += f", {late:.1f} h late" + (f": {penalty:g} points late penalty on this notebook."
+                                              if penalty else ", with no penalty.")
+        else:
+            text += ", on time."
+    return text
+
+
+class DueDateInFeedback(Preprocessor):
+    """generate_feedback: a first cell telling the student their own due date (extension included),
+    when they handed in, and the late penalty. Nothing when the gradebook has no due date."""
+
+    def preprocess(self, nb, resources):
+        import nbformat
+        from nbgrader.api import Gradebook, MissingEntry
+        given = (resources or {}).get("nbgrader") or {}
+        if not all(given.get(k) for k in ("db_url", "assignment", "student", "notebook")):
+            return nb, resources
+        try:
+            with Gradebook(given["db_url"]) as gb:
+                submission = gb.find_submission(given["assignment"], given["student"])
+                notebook = gb.find_submission_notebook(given["notebook"], given["assignment"], given["student"])
+                text = due_sentence(submission.assignment.duedate, submission.extension, submission.timestamp,
+                                    submission.total_seconds_late, float(notebook.late_submission_penalty or 0))
+        except MissingEntry:
+            return nb, resources
+        if text:
+            nb.cells.insert(0, nbformat.v4.new_markdown_cell(text, metadata={"deadline": True}))
+        return nb, resources

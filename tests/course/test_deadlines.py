@@ -130,3 +130,36 @@ def test_plugin_agrees_with_chapter_deadlines(course):
     assert late.plugin_inst.late_submission_penalty("ann", 8, 30 * 3600) == penalties(course)["ann"][1]
     (course / dl.FILE).write_text("[penalty\n")                   # broken: no penalty, an error logged
     assert late.plugin_inst.late_submission_penalty("ann", 8, 30 * 3600) is None
+
+
+def test_feedback_tells_each_student_their_own_due_date(course):
+    """The preprocessor nbgrader_config.py puts in generate_feedback: ann's page says her extended
+    date and no penalty; bo's says the class's date, how late and the penalty."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    from graders.engine.course_dir import load_config
+    dl.apply(course, write(course, POLICY + '\n[extensions.hw1]\nann = { hours = 48 }\n'))
+    config = load_config(course)
+    assert "graders.course.deadlines.DueDateInFeedback" in config.GenerateFeedback.preprocessors
+    db_url, _ = gradebook_of(course)
+    first = {}
+    for student in ("ann", "bo", "cy"):
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("the work")])
+        resources = {"nbgrader": {"db_url": db_url, "assignment": "hw1", "student": student, "notebook": "nb"}}
+        nb, _ = dl.DueDateInFeedback()(nb, resources)
+        first[student] = nb.cells[0].source
+        assert nb.cells[1].source == "the work"
+    assert first["ann"].startswith("**Your due date:** 2026-11-22 17:00 UTC (the class's 2026-11-20 17:00, "
+                                   "with your extension of 48 h).")
+    assert "30.0 h late, with no penalty" not in first["ann"] and "on time" in first["ann"]
+    assert first["bo"] == ("**Your due date:** 2026-11-20 17:00 UTC. Handed in 2026-11-21 23:00 UTC, "
+                           "30.0 h late: 2 points late penalty on this notebook.")
+    assert first["cy"].endswith("on time.")
+    # outside generate_feedback (no gradebook in its resources) it changes nothing
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("x")])
+    assert len(dl.DueDateInFeedback()(nb, {})[0].cells) == 1
+    page, _ = HTMLExporter().from_notebook_node(dl.DueDateInFeedback()(
+        nbformat.v4.new_notebook(), {"nbgrader": {"db_url": db_url, "assignment": "hw1", "student": "bo",
+                                                  "notebook": "nb"}})[0])
+    assert "Your due date" in page
