@@ -255,7 +255,8 @@ def due_sentence(due: datetime | None, extension: timedelta | None, handed_in: d
         text += f" Handed in {handed_in:%Y-%m-%d %H:%M} UTC"
         if seconds_late > 0:
             late = seconds_late / 3600
-            text += f", {late:.1f} h late" + (f": {penalty:g} points late penalty on this notebook."
+            points = f"{penalty:g} point{'' if penalty == 1 else 's'}"
+            text += f", {late:.1f} h late" + (f": a late penalty of {points} on this notebook."
                                               if penalty else ", with no penalty.")
         else:
             text += ", on time."

@@ -154,7 +154,7 @@ def test_feedback_tells_each_student_their_own_due_date(course):
                                    "with your extension of 48 h).")
     assert "30.0 h late, with no penalty" not in first["ann"] and "on time" in first["ann"]
     assert first["bo"] == ("**Your due date:** 2026-11-20 17:00 UTC. Handed in 2026-11-21 23:00 UTC, "
-                           "30.0 h late: 2 points late penalty on this notebook.")
+                           "30.0 h late: a late penalty of 2 points on this notebook.")
     assert first["cy"].endswith("on time.")
     # outside generate_feedback (no gradebook in its resources) it changes nothing
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("x")])
