@@ -150,6 +150,8 @@ def read_grades(root: Path, which: str, roster=()) -> Grades:
             grades.scores[student, assignment] = max(0.0, float(score or 0) - float(penalty or 0))
     for assignment in names:
         for entry in read_set_aside(Path(root), assignment):
+            if not isinstance(entry.claimed, str) or not isinstance(entry.folder, str):
+                continue                   # the ledger is the engine's; an entry it did not write is no one's
             key = (entry.claimed, assignment)
             if key in grades.scores or key in grades.apart:
                 why = (f"also a set-aside submission naming them ({entry.folder}: {entry.why}); "

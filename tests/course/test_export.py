@@ -61,7 +61,8 @@ def test_set_aside_is_apart_and_cannot_blank_a_grade(course):
     ledger.mkdir(parents=True)
     (ledger / "hw2.json").write_text(json.dumps([
         {"folder": "dee+hw2+2026", "claimed": "dee", "why": "written by another login", "seen": 1.0},
-        {"folder": "ann+hw2+x", "claimed": "ann", "why": "forged", "seen": 2.0}]))
+        {"folder": "ann+hw2+x", "claimed": "ann", "why": "forged", "seen": 2.0},
+        {"folder": "odd", "claimed": {"not": "a name"}, "why": "?", "seen": 3.0}]))
     written = ex.export(course, "hw2")
     rows = {r["ID"]: r for r in read(written.export)}
     assert rows["dee"]["hw2"] == ""
