@@ -102,6 +102,7 @@ def main(argv=None) -> int:
     p.set_defaults(func=commands.cmd_course)
     p = sub.add_parser("deadlines", help="apply deadlines.toml (due dates, extensions, late-penalty schedule) "
                                          "to the gradebook, recomputing penalties without regrading")
+    p.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
     p.set_defaults(func=commands.cmd_deadlines)
     p = sub.add_parser("export", help="grades, late penalties applied, as a CSV Canvas or Moodle imports; "
                                       "students without a final grade listed apart")

@@ -242,8 +242,9 @@ def cmd_deadlines(args) -> int:
     if policy is None:
         print(f"chapter deadlines: no {deadlines.FILE} in {root}; nothing to apply", file=sys.stderr)
         return 2
-    notes, changes = deadlines.apply(root, policy)
+    notes, changes = deadlines.apply(root, policy, dry_run=args.dry_run)
     for line in notes + [c.line() for c in changes]:
         print(line)
-    print(f"{len(changes)} penalties changed, nothing regraded")
+    print(f"{len(changes)} penalties {'would change (dry run: nothing written)' if args.dry_run else 'changed'}, "
+          f"nothing regraded")
     return 0

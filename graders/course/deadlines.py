@@ -178,8 +178,9 @@ class Change:
         return f"{self.student}  {self.assignment}: penalty {self.old:g} -> {self.new:g}"
 
 
-def apply(root: Path, policy: Policy) -> tuple[list[str], list[Change]]:
-    """Write the policy into the gradebook; recompute graded notebooks' penalties. (notes, changes)"""
+def apply(root: Path, policy: Policy, dry_run: bool = False) -> tuple[list[str], list[Change]]:
+    """Write the policy into the gradebook; recompute graded notebooks' penalties. (notes, changes)
+    With dry_run, only say what would change."""
     from nbgrader.api import Assignment, Gradebook, SubmittedAssignment
 
     from graders.course.export import gradebook_of
@@ -221,7 +222,10 @@ def apply(root: Path, policy: Policy) -> tuple[list[str], list[Change]]:
                 notebook.late_submission_penalty = new if new else None
             if not math.isclose(old_total, new_total, abs_tol=1e-12):
                 changes.append(Change(submission.student_id, submission.assignment.name, old_total, new_total))
-        gb.db.commit()
+        if dry_run:
+            gb.db.rollback()
+        else:
+            gb.db.commit()
     return notes, changes
 
 

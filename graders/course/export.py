@@ -181,6 +181,9 @@ def export(root: Path, which: str, lms: str = "canvas", ids: Path | None = None,
     if lms not in LMS:
         raise ExportError(f"unknown LMS {lms!r}: choose {' or '.join(LMS)}")
     people = read_ids(ids) if ids else None
+    stale = _penalties_behind(Path(root))
+    if stale:
+        raise ExportError(stale)
     grades = read_grades(Path(root), which, roster=people or ())
     out = Path(out) if out else Path(root) / "exports"
     out.mkdir(parents=True, exist_ok=True)
@@ -217,6 +220,24 @@ def export(root: Path, which: str, lms: str = "canvas", ids: Path | None = None,
     _write(apart_path, [APART_COLUMNS] + [[safe_text(v) for v in row] for row in apart])
     lines = [f"APART {safe_text(s)} {safe_text(a)}: {why}" for s, a, why in apart]
     return Written(export_path, apart_path, exported, lines)
+
+
+def _penalties_behind(root: Path) -> str:
+    """Why the gradebook's penalties are not deadlines.toml's ('' when they are, or there is none):
+    grades go out only with the penalties the instructor's policy gives."""
+    from graders.course import deadlines
+    try:
+        policy = deadlines.load(root)
+    except deadlines.DeadlineError as error:
+        return f"{error}\nfix it and run `chapter deadlines` before exporting: the late penalties depend on it"
+    if policy is None:
+        return ""
+    _, changes = deadlines.apply(root, policy, dry_run=True)
+    if not changes:
+        return ""
+    shown = "\n  ".join(c.line() for c in changes[:10]) + ("\n  ..." if len(changes) > 10 else "")
+    return (f"the gradebook's late penalties are not yet those of {deadlines.FILE} ({len(changes)} differ):\n  "
+            f"{shown}\nrun `chapter deadlines` first")
 
 
 def _write(path: Path, rows: list[list[str]]) -> None:

@@ -163,3 +163,21 @@ def test_feedback_tells_each_student_their_own_due_date(course):
         nbformat.v4.new_notebook(), {"nbgrader": {"db_url": db_url, "assignment": "hw1", "student": "bo",
                                                   "notebook": "nb"}})[0])
     assert "Your due date" in page
+
+
+def test_export_waits_for_the_policy(course, capsys):
+    """Grades go out only with deadlines.toml's penalties: edited and not applied, or malformed,
+    `chapter export` refuses and says to run `chapter deadlines`; --dry-run changes nothing."""
+    from graders.cli import main
+    (course / dl.FILE).write_text(POLICY)
+    assert main(["export", "hw1", "--course", str(course)]) == 2
+    err = capsys.readouterr().err
+    assert "ann  hw1: penalty 0 -> 4" in err and "run `chapter deadlines` first" in err
+    assert main(["deadlines", "--dry-run", "--course", str(course)]) == 0
+    assert "2 penalties would change" in capsys.readouterr().out
+    assert penalties(course)["ann"] == (8, 0)
+    assert main(["deadlines", "--course", str(course)]) == 0
+    assert main(["export", "hw1", "--course", str(course)]) == 0
+    (course / dl.FILE).write_text("[penalty\n")
+    assert main(["export", "hw1", "--course", str(course)]) == 2
+    assert "not valid TOML" in capsys.readouterr().err
