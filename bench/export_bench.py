@@ -4,8 +4,10 @@
 
 A scratch course under a temporary folder gets a gradebook made with nbgrader's API
 (tests/course/synthetic_gradebook.py): one assignment of 5 notebooks of 3 graded cells, every
-7th student late with a penalty, every 11th waiting for a manual grade, every 13th absent, and
-an ids.csv mapping each to LMS ids. It then times the export (Canvas and Moodle, in this
+7th student 5 h late, every 11th waiting for a manual grade, every 13th absent, and an ids.csv
+mapping each to LMS ids. A deadlines.toml (0.2 points an hour, at most 1 point a notebook, 48 h
+for every 21st student) is applied with `chapter deadlines`' code (timed); each export then also
+checks that the gradebook's penalties are the policy's. It then times the export (Canvas and Moodle, in this
 process, `--repeat` times) and one `chapter export all` as a command (its imports included), and
 checks that every exported cell reads back as the gradebook's score minus penalty.
 """
@@ -24,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from graders.course.export import export  # noqa: E402
-from tests.course.synthetic_gradebook import make_gradebook  # noqa: E402
+from graders.course import deadlines  # noqa: E402
+from tests.course.synthetic_gradebook import DUE, make_gradebook  # noqa: E402
 
 NOTEBOOKS = {f"nb{i}": [1.0, 2.0, 3.5] for i in range(1, 6)}
 
@@ -40,10 +43,18 @@ def build(root: Path, students: int) -> dict:
                   for i, (nb, cells) in enumerate(NOTEBOOKS.items())}
         late = n % 7 == 6
         submissions[f"s{n:04d}", "worked"] = {"scores": scores, "late_hours": 5 if late else -1,
-                                              "penalty": 1.0 if late else 0.0, "waiting": n % 11 == 10}
+                                              "waiting": n % 11 == 10}
     make_gradebook(*gradebook_of(root), {"worked": NOTEBOOKS}, submissions)
-    expected = {s: max(0.0, sum(sum(c) for c in given["scores"].values()) - given["penalty"])
-                for (s, _), given in submissions.items() if not given["waiting"]}
+    expected = {}
+    for (student, _), given in submissions.items():
+        if given["waiting"]:
+            continue
+        late = given["late_hours"] > 0 and int(student[1:]) % 21 != 20          # 48 h extension
+        expected[student] = sum(sum(c) - (min(1.0, sum(c)) if late else 0.0) for c in given["scores"].values())
+    extensions = "".join(f"s{n:04d} = {{ hours = 48 }}\n" for n in range(students) if n % 21 == 20)
+    (root / "deadlines.toml").write_text(
+        '[penalty]\nper = "hour"\nkind = "points"\namount = 0.2\ncap = 1.0\n\n'
+        f'[due]\nworked = {DUE:%Y-%m-%dT%H:%M:%S}Z\n\n[extensions.worked]\n{extensions}')
     with open(root / "ids.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["course_id", "lms_id", "sis_id", "section"])
@@ -65,6 +76,9 @@ def main() -> int:
         expected = build(root, args.students)
         print(f"gradebook of {args.students} students x {len(NOTEBOOKS)} notebooks made in "
               f"{time.perf_counter() - started:.1f} s (not timed below)")
+        started = time.perf_counter()
+        notes, changes = deadlines.apply(root, deadlines.load(root))
+        print(f"chapter deadlines (in process): {time.perf_counter() - started:.3f} s, {len(changes)} penalties set")
         for lms in ("canvas", "moodle"):
             for run in range(args.repeat):
                 started = time.perf_counter()
@@ -83,7 +97,7 @@ def main() -> int:
         wall = time.perf_counter() - started
         print(f"`chapter export all` as a command (imports included): {wall:.2f} s, exit {done.returncode}")
         print(f"round trip: {len(expected) - mismatched}/{len(expected)} scores read back equal to the cells' sum "
-              f"minus the penalty put in (to 1e-9: the database sums in its own order)")
+              f"minus the schedule's penalty (to 1e-9: the database sums in its own order)")
         return 0 if mismatched == 0 and done.returncode == 0 else 1
 
 
