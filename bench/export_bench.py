@@ -34,7 +34,7 @@ NOTEBOOKS = {f"nb{i}": [1.0, 2.0, 3.5] for i in range(1, 6)}
 
 def build(root: Path, students: int) -> dict:
     """Make the gradebook; the score each exported student must get: the cells' sum minus the penalty."""
-    from graders.course.export import gradebook_of
+    from graders.course.deadlines import gradebook_of
     submissions = {}
     for n in range(students):
         if n % 13 == 12:

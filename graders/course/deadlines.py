@@ -167,6 +167,18 @@ def load(root: Path) -> Policy | None:
     return parse(text, str(path))
 
 
+def gradebook_of(root: Path):
+    """(db_url, course_id) of the course at `root`, as its nbgrader_config.py says."""
+    from nbgrader.coursedir import CourseDirectory
+
+    from graders.engine.course_dir import load_config
+    config = load_config(Path(root))
+    coursedir = CourseDirectory(config=config)
+    if not config.CourseDirectory.get("root"):
+        coursedir.root = str(root)
+    return coursedir.db_url, coursedir.course_id
+
+
 @dataclass
 class Change:
     student: str
@@ -182,8 +194,6 @@ def apply(root: Path, policy: Policy, dry_run: bool = False) -> tuple[list[str],
     """Write the policy into the gradebook; recompute graded notebooks' penalties. (notes, changes)
     With dry_run, only say what would change."""
     from nbgrader.api import Assignment, Gradebook, SubmittedAssignment
-
-    from graders.course.export import gradebook_of
     db_url, course_id = gradebook_of(Path(root))
     notes, changes = [], []
     with Gradebook(db_url, course_id) as gb:

@@ -34,6 +34,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from graders.course import deadlines
+from graders.course.deadlines import gradebook_of
+
 LMS = ("canvas", "moodle")
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_ID_COLUMN = "ID number"
@@ -110,18 +113,6 @@ def read_ids(path: Path) -> dict[str, Person]:
                                    name=(row.get("name") or "").strip(),
                                    login=(row.get("sis_login_id") or "").strip())
     return people
-
-
-def gradebook_of(root: Path):
-    """(db_url, course_id) of the course at `root`, as its nbgrader_config.py says."""
-    from nbgrader.coursedir import CourseDirectory
-
-    from graders.engine.course_dir import load_config
-    config = load_config(Path(root))
-    coursedir = CourseDirectory(config=config)
-    if not config.CourseDirectory.get("root"):
-        coursedir.root = str(root)
-    return coursedir.db_url, coursedir.course_id
 
 
 def read_grades(root: Path, which: str, roster=()) -> Grades:
@@ -225,7 +216,6 @@ def export(root: Path, which: str, lms: str = "canvas", ids: Path | None = None,
 def _penalties_behind(root: Path) -> str:
     """Why the gradebook's penalties are not deadlines.toml's ('' when they are, or there is none):
     grades go out only with the penalties the instructor's policy gives."""
-    from graders.course import deadlines
     try:
         policy = deadlines.load(root)
     except deadlines.DeadlineError as error:

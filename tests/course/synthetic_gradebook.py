@@ -43,7 +43,7 @@ def built_once(tmp_path_factory, assignments: dict, submissions: dict):
 
     import pytest
 
-    from graders.course.export import gradebook_of
+    from graders.course.deadlines import gradebook_of
     from tests.conftest import copy_course
     with pytest.MonkeyPatch.context() as patch:
         # nbgrader runs `alembic` by name when it creates a gradebook, as `chapter` finds it: beside this Python

@@ -3,7 +3,7 @@ changes nothing; the nbgrader plugin gives the same penalty as `chapter deadline
 import pytest
 
 from graders.course import deadlines as dl
-from graders.course.export import gradebook_of
+from graders.course.deadlines import gradebook_of
 from tests.course.synthetic_gradebook import built_once, course_from
 
 POLICY = """
