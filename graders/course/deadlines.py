@@ -7,7 +7,8 @@
     cap = 0.5                 # the most a notebook loses, in the same unit as amount
     grace_minutes = 5         # this late or less costs nothing (optional, default 0)
 
-    [due]                     # a due date per assignment (TOML times; without an offset, UTC)
+    [due]                     # a due date per assignment (TOML times; without an offset, UTC;
+                              # a date alone is 23:59:59 UTC that day)
     worked = 2026-11-20T17:00:00Z
 
     [extensions.worked]       # per student: extra hours, or a due date of their own

@@ -1,5 +1,7 @@
 """deadlines.toml: extensions and moved deadlines recompute penalties without regrading; a bad file
 changes nothing; the nbgrader plugin gives the same penalty as `chapter deadlines`."""
+from datetime import datetime
+
 import pytest
 
 from graders.course import deadlines as dl
@@ -53,6 +55,9 @@ def test_schedule():
     p = dl.Schedule("hour", "points", 1.5, 4, grace_minutes=10)
     assert p.penalty(10, 600) == 0 and p.penalty(10, 601) == 1.5 and p.penalty(10, 99 * 3600) == 4
     assert p.penalty(1, 99 * 3600) == 1                                    # never more than the score
+    due = dl.parse("[due]\na = 2026-11-20\nb = 2026-11-20T18:00:00+01:00\nc = 2026-11-20T17:00:00\n").due
+    assert due == {"a": datetime(2026, 11, 20, 23, 59, 59), "b": datetime(2026, 11, 20, 17),
+                   "c": datetime(2026, 11, 20, 17)}
 
 
 def test_schedule_applied_then_48h_for_one_student(course):
