@@ -93,6 +93,10 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
+# Late penalties follow deadlines.toml's schedule (none without one): the same numbers that
+# `chapter deadlines` gives when it recomputes them after an extension or a moved deadline.
+c.AssignLatePenalties.plugin_class = "graders.course.deadlines.DeadlinePenalty"
+
 # --- solutions: the source with hidden tests removed, not executed -------------------
 c.GenerateSolution.preprocessors = [
     "nbgrader.preprocessors.IncludeHeaderFooter",
@@ -106,6 +110,8 @@ c.GenerateAssignment.create_assignment = True
 # --- feedback: what the student gets back shows results, never the hidden tests' source ---
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
+    # a first cell with the student's own due date (extension included), hand-in time and late penalty
+    "graders.course.deadlines.DueDateInFeedback",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "graders.engine.nbgrader_hooks.HiddenTestsOutOfTracebacks",   # also for notebooks autograded before it was configured
     "nbgrader.preprocessors.ClearHiddenTests",

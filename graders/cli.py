@@ -11,6 +11,8 @@
   chapter demo                        a small class through the exchange, graded, with feedback
   chapter cards [CHAPTER] [--out DIR]  each chapter's flashcards as an Anki deck and a CSV (default: decks/)
   chapter course CHAPTER DIR --id COURSE_ID   one chapter as a course of its own (several courses on one hub)
+  chapter deadlines                   apply deadlines.toml: due dates, extensions, late penalties (no regrading)
+  chapter export ASSIGNMENT|all [--lms canvas|moodle] [--ids ids.csv] [--out DIR]   grades as the LMS imports them
 """
 from __future__ import annotations
 
@@ -98,6 +100,17 @@ def main(argv=None) -> int:
     p.add_argument("--id", dest="course_id", required=True, help="the new course's id (its hub groups are "
                    "nbgrader-ID and formgrade-ID)")
     p.set_defaults(func=commands.cmd_course)
+    p = sub.add_parser("deadlines", help="apply deadlines.toml (due dates, extensions, late-penalty schedule) "
+                                         "to the gradebook, recomputing penalties without regrading")
+    p.add_argument("--dry-run", action="store_true", help="say what would change, change nothing")
+    p.set_defaults(func=commands.cmd_deadlines)
+    p = sub.add_parser("export", help="grades, late penalties applied, as a CSV Canvas or Moodle imports; "
+                                      "students without a final grade listed apart")
+    p.add_argument("assignment", help="an assignment, or all")
+    p.add_argument("--lms", choices=["canvas", "moodle"], default="canvas")
+    p.add_argument("--ids", metavar="CSV", help="course_id,lms_id,sis_id,section[,name]: the LMS's ids")
+    p.add_argument("--out", metavar="DIR", help="where to write it (default: exports/ in the course)")
+    p.set_defaults(func=commands.cmd_export)
     for command in sub.choices.values():   # every command works on one course: contract.course_root
         command.add_argument("--course", metavar="DIR", help="the course directory (default: the folder at "
                              "or above this one holding nbgrader_config.py and chapters.toml, else $CHAPTER_ROOT)")

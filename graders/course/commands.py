@@ -214,3 +214,40 @@ def cmd_cards(args) -> int:
         apkg, table, count = export_chapter(chapter, out)
         print(f"{chapter.id}: {count} cards -> {apkg} and {table}")
     return 0
+
+
+def cmd_export(args) -> int:
+    from pathlib import Path
+
+    from graders.course.export import ExportError, export
+    root = contract.course_root(args.course)
+    try:
+        written = export(root, args.assignment, lms=args.lms, ids=Path(args.ids) if args.ids else None,
+                         out=Path(args.out).resolve() if args.out else None)
+    except ExportError as error:
+        print(f"chapter export: {error}", file=sys.stderr)
+        return 2
+    for line in written.apart_lines:
+        print(line)
+    print(f"{written.exported} grades -> {written.export}\n{len(written.apart_lines)} held apart (empty cells, "
+          f"never 0) -> {written.apart}")
+    return 0
+
+
+def cmd_deadlines(args) -> int:
+    from graders.course import deadlines
+    root = contract.course_root(args.course)
+    try:
+        policy = deadlines.load(root)
+    except deadlines.DeadlineError as error:
+        print(f"chapter deadlines: {error}\nnothing was changed", file=sys.stderr)
+        return 2
+    if policy is None:
+        print(f"chapter deadlines: no {deadlines.FILE} in {root}; nothing to apply", file=sys.stderr)
+        return 2
+    notes, changes = deadlines.apply(root, policy, dry_run=args.dry_run)
+    for line in notes + [c.line() for c in changes]:
+        print(line)
+    print(f"{len(changes)} penalties {'would change (dry run: nothing written)' if args.dry_run else 'changed'}, "
+          f"nothing regraded")
+    return 0
