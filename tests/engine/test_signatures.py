@@ -59,3 +59,14 @@ def test_no_function_takes_more_than_eight_parameters():
                     offenders.append(f"{path.relative_to(LIBRARY.parent)}:{line} {name}() takes {n}")
     assert not offenders, ("more than 8 parameters (put the run's state in a GradingRun or a "
                            "dataclass):\n" + "\n".join(offenders))
+
+
+def test_autograde_names_its_keywords_and_refuses_a_misspelt_one(tmp_path):
+    """autograde's keywords are `Options`' (typed, each with a default); an unknown one is a
+    TypeError before anything is read, as it would be for a function that lists them."""
+    import pytest
+
+    from graders.engine.autograde import DEFAULTS, Options, autograde
+    assert set(Options.__annotations__) == set(DEFAULTS)
+    with pytest.raises(TypeError, match="wokers"):
+        autograde(tmp_path / "no-course", "ps1", wokers=2)
