@@ -41,45 +41,45 @@ re-run changes nothing and a run killed halfway resumes where it stopped.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from graders.engine.exchange import close_course, set_aside_lines
-from graders.engine.course_dir import _quiet, check_data_files, discover, limits_from, load_config, load_course
-from graders.engine.grading import SubmissionResult, grade_submission, task_seconds, warm_references
+from graders.engine.course_dir import check_data_files, discover, limits_from, load_config, load_course
+from graders.engine.grading import SubmissionResult
 from graders.engine.journal import Journal, fingerprint, submission_key
-from graders.engine.record_io import _artifacts_present, accept, untimed
-from graders.engine.signals import Stopped, _stop_signals
+from graders.engine.record_io import artifacts_present, untimed
+from graders.engine.run import GradingRun, late_penalties
+from graders.engine.signals import Stopped, stop_signals
 from graders.engine.summary import Report, isolation_warnings
 from graders.engine.time_limits import for_notebook
-from graders.sandbox.zygote import Limits, SandboxUnavailable, Zygote
+from graders.sandbox.zygote import Limits, Zygote
+
+if TYPE_CHECKING:
+    from typing import Unpack
 
 
-_WORKER = {}
+class Options(TypedDict, total=False):
+    """`autograde`'s keyword parameters, each with its type; `DEFAULTS` holds what an absent one is."""
+    workers: int | None           # local grading processes (None: one per CPU this process may use)
+    limits: Limits | None         # the sandbox's limits (None: the course's nbgrader_config.py)
+    force: bool                   # grade again what the journal already holds
+    progress: bool                # a progress bar on stderr
+    isolate: bool                 # sandbox namespaces and seccomp (False: tests only)
+    zygote: Zygote | None         # a running zygote to grade with (None: one of this run's own)
+    students: list | None         # only these students (None: every submission)
+    out: object                   # where the summary goes: "stdout", an open file, or None
+    scheduler: str | None         # a Dask scheduler's address: grade there (graders.engine.cluster)
+    allow_degraded: bool          # grade even where an isolation layer is unavailable
+    grades_only: bool             # the gate's runs: no PNGs, no declared mistakes kept
 
 
-def _init_worker(course, limits, close_fds):
-    for fd in close_fds:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    _WORKER.update(course=course, limits=limits)
-
-
-def _grade_task(request):
-    student, socket_path, key = request
-    course = _WORKER["course"]
-    warm_references(course, student)
-    try:
-        result = grade_submission(course, student, socket_path, _WORKER["limits"], key)
-    except SandboxUnavailable as exc:
-        return "infra", str(exc)
-    warm_references(course, student, after=result)
-    return "ok", result
+DEFAULTS: Options = {"workers": None, "limits": None, "force": False, "progress": True, "isolate": True,
+                     "zygote": None, "students": None, "out": "stdout", "scheduler": None,
+                     "allow_degraded": False, "grades_only": False}
 
 
 def default_workers() -> int:
@@ -89,21 +89,26 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def autograde(root, assignment: str, **options) -> Report:
+def autograde(root, assignment: str, **options: Unpack[Options]) -> Report:
     """Grade every submission of `assignment` in the course at `root`; see the module docstring.
 
-    With `scheduler` (a Dask scheduler's address), each submission is graded as a task on
-    that cluster's workers (`graders.engine.cluster`); the journal, the gradebook and the
-    autograded folder are still written here, once per submission.
+    The keyword parameters are `Options`' (a name it does not have is a TypeError, as for any
+    function). With `scheduler` (a Dask scheduler's address), each submission is graded as a
+    task on that cluster's workers (`graders.engine.cluster`); the journal, the gradebook and
+    the autograded folder are still written here, once per submission.
 
     SIGTERM or SIGINT stops the run: sandboxes and workers are killed, scratch folders
     removed, every submission already graded stays recorded, and SystemExit(128 + signal)
     is raised; the next run resumes where this one stopped.
     """
     import signal
+    unknown = sorted(set(options) - set(DEFAULTS))
+    if unknown:
+        raise TypeError(f"autograde() got unexpected keyword arguments: {', '.join(unknown)}")
+    chosen: Options = {**DEFAULTS, **options}
     try:
-        with _stop_signals():
-            return _autograde(root, assignment, **options)
+        with stop_signals():
+            return _autograde(root, assignment, chosen)
     except Stopped as stop:
         name = signal.Signals(stop.signum).name
         print(f"autograde {assignment}: stopped by {name}; what was graded is recorded, and the next "
@@ -111,89 +116,66 @@ def autograde(root, assignment: str, **options) -> Report:
         raise SystemExit(128 + stop.signum) from None
 
 
-def _autograde(root, assignment: str, workers: int | None = None, limits: Limits | None = None,
-               force: bool = False, progress: bool = True, isolate: bool = True, zygote: Zygote | None = None,
-               students: list | None = None, out="stdout", scheduler: str | None = None,
-               allow_degraded: bool = False, grades_only: bool = False) -> Report:
+def _autograde(root, assignment: str, options: Options) -> Report:
     started = time.monotonic()
     root = Path(root).resolve()
-    own_zygote = zygote is None and not scheduler
+    zygote = options["zygote"]
+    own_zygote = zygote is None and not options["scheduler"]
     if own_zygote:   # it preloads (seconds) while the course, journal and gradebook are read
-        zygote = Zygote(isolate=isolate, secrets=[root], allow_degraded=allow_degraded).start()
+        zygote = Zygote(isolate=options["isolate"], secrets=[root],
+                        allow_degraded=options["allow_degraded"]).start()
     try:
-        return _grade_course(root, assignment, started, zygote, workers, limits, force, progress, students,
-                             out, scheduler, allow_degraded, grades_only, isolate)
+        return _grade_course(root, assignment, options, zygote, started)
     finally:
         if own_zygote:
             zygote.close()
 
 
-def _grade_course(root, assignment, started, zygote, workers, limits, force, progress, students, out,
-                  scheduler, allow_degraded, grades_only, isolate) -> Report:
+def _grade_course(root: Path, assignment: str, options: Options, zygote, started: float) -> Report:
     config = load_config(root)
     course = load_course(root, assignment, config)
-    if grades_only:
+    if options["grades_only"]:
         course = dataclasses.replace(course, grades_only=True)
-    limits = limits or limits_from(config)
-    workers = workers or default_workers()
-    report = Report(assignment, workers=workers)
+    limits = options["limits"] or limits_from(config)
+    workers = options["workers"] or default_workers()
+    run = GradingRun(course, limits, Journal(course), Report(assignment, workers=workers),
+                     late=late_penalties(config), workers=workers, scheduler=options["scheduler"],
+                     isolate=options["isolate"], allow_degraded=options["allow_degraded"])
+    report = run.report
     report.time_limits = {name: (for_notebook(limits, seconds).notebook_seconds, seconds is not None
                                  and seconds < limits.notebook_seconds)
                           for name, seconds in course.time_limits.items()}
     report.set_aside = set_aside_lines(root, assignment)
     close_course(root, course.db_url)      # and warns, once, when other accounts can reach the course
     everyone = discover(course)
-    if students is not None:
-        everyone = [s for s in everyone if s in students]
+    if options["students"] is not None:
+        everyone = [s for s in everyone if s in options["students"]]
     check_data_files(course, limits)
-    base = fingerprint(course, limits)
-    journal = Journal(course)
-    from nbgrader.api import Gradebook
-    from nbgrader.preprocessors import AssignLatePenalties
-    late = AssignLatePenalties(config=config, log=_quiet)
-    late.init_plugin()
-    todo, keys = [], {}
-    with Gradebook(course.db_url, course.course_id) as gb:
-        for student in everyone:
-            keys[student] = key = submission_key(course, student, base)
-            entry = None if force else journal.get(student, key)
-            if entry is None:
-                todo.append(student)
-                continue
-            # graded before (perhaps by a run killed halfway): re-apply what is not yet recorded
-            result = SubmissionResult.from_json(entry["result"])
-            if entry["state"] != "recorded" or not _artifacts_present(gb, course, result):
-                if not accept(gb, course, journal, late.plugin_inst, report, result, fresh=False):
-                    continue          # that student's failure, reported; the class goes on
-            else:
-                report.results[student] = result
-                why = untimed(course, student)
-                if why:
-                    report.untimed[student] = why
-            report.reused += 1
-    if todo and scheduler:
+    todo = _reuse(run, everyone, fingerprint(course, limits), options["force"])
+    if todo and run.scheduler:
         from graders.engine.cluster import grade_on_cluster
-        bar = _progress(len(everyone), report.reused, assignment, progress)
+        run.progress = _progress(len(everyone), report.reused, assignment, options["progress"])
         try:
-            grade_on_cluster(scheduler, course, limits, todo, keys, journal, late.plugin_inst, report, bar,
-                             isolate=isolate, allow_degraded=allow_degraded)
+            grade_on_cluster(run, todo)
         finally:
-            bar.close()
+            run.progress.close()
     elif todo:
         from graders import problems
+        from graders.engine.local_pool import grade_locally
         for name in course.notebooks:   # import the assignment's problems while the zygote warms up:
             problems.known(name)        # the workers inherit them
         report.isolation = zygote.isolation
         report.warnings += isolation_warnings(zygote)
         for warning in report.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-        bar = _progress(len(everyone), report.reused, assignment, progress)
+        run.progress = _progress(len(everyone), report.reused, assignment, options["progress"])
         try:
-            _run_pool(course, limits, zygote, todo, keys, workers, journal, late.plugin_inst, report, bar)
+            grade_locally(run, zygote, todo)
         finally:
-            bar.close()
+            run.progress.close()
     close_course(root, course.db_url)      # autograded/ and the journal, made by this run
     report.seconds = time.monotonic() - started
+    out = options["out"]
     if out == "stdout":   # the stdout of the moment of printing (redirect_stdout, a test's capture)
         out = sys.stdout
     if out is not None:
@@ -201,51 +183,34 @@ def _grade_course(root, assignment, started, zygote, workers, limits, force, pro
     return report
 
 
+def _reuse(run: GradingRun, everyone: list, base: str, force: bool) -> list:
+    """Key every submission (`run.keys`), take what the journal already holds, and return the
+    students left to grade."""
+    from nbgrader.api import Gradebook
+    course, report, todo = run.course, run.report, []
+    with Gradebook(course.db_url, course.course_id) as gb:
+        for student in everyone:
+            run.keys[student] = key = submission_key(course, student, base)
+            entry = None if force else run.journal.get(student, key)
+            if entry is None:
+                todo.append(student)
+                continue
+            # graded before (perhaps by a run killed halfway): re-apply what is not yet recorded
+            result = SubmissionResult.from_json(entry["result"])
+            if entry["state"] != "recorded" or not artifacts_present(gb, course, result):
+                if not run.accept(gb, result, fresh=False):
+                    continue          # that student's failure, reported; the class goes on
+            else:
+                report.results[student] = result
+                why = untimed(course, student)
+                if why:
+                    report.untimed[student] = why
+            report.reused += 1
+    return todo
+
+
 def _progress(total, done, assignment, enabled):
     from tqdm import tqdm
     tqdm.monitor_interval = 0
     return tqdm(total=total, initial=done, unit="student", desc=f"autograde {assignment}",
                 disable=not enabled, file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
-
-
-def _run_pool(course, limits, zygote, todo, keys, workers, journal, late, report, bar):
-    """Grade `todo` in `workers` forked processes, each submission under its task time limit.
-
-    A submission past its limit has its worker killed and is reported, never retried (it
-    would only stall again); a worker that dies, or a sandbox that cannot be reached, is an
-    infrastructure fault, retried twice. A dying zygote is restarted between rounds.
-    """
-    from nbgrader.api import Gradebook
-    from graders.engine.local_pool import LocalPool
-    attempts = {s: 0 for s in todo}
-    queue = list(todo)
-    seconds = task_seconds(course, limits)
-    while queue:
-        close = [zygote.process.stdin.fileno(), zygote.process.stdout.fileno()]
-        retry = []
-        pool = LocalPool(min(workers, len(queue)), _grade_task,
-                         init=functools.partial(_init_worker, course, limits, close))
-        with pool, Gradebook(course.db_url, course.course_id) as gb:
-            socket_path = zygote.socket_path
-            for student, kind, value, _took in pool.results(queue, seconds,
-                                                           request=lambda s: (s, socket_path, keys[s])):
-                if kind == "ok":
-                    kind, value = value
-                if kind == "ok":
-                    accept(gb, course, journal, late, report, value)
-                    bar.update(1)
-                    continue
-                if kind == "timeout":
-                    report.failed[student] = value
-                    bar.update(1)
-                    continue
-                attempts[student] += 1
-                if attempts[student] < 3:
-                    retry.append(student)
-                else:
-                    report.failed[student] = value
-                    bar.update(1)
-        if retry and not zygote.alive():
-            zygote.close()
-            zygote.start().wait_ready()
-        queue = retry

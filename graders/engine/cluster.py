@@ -10,7 +10,7 @@ same `graders` code) but neither the course folder nor the gradebook:
   the one the local engine uses, so the student's cells run with the same
   namespaces, rlimits, time limits and output caps on every worker.
 - `grade_task` writes the submission into a private staging folder, grades it
-  with `autograde.grade_submission` and returns the result as plain JSON data.
+  with `task.grade_one` (as the local pool does, bounded by `task.grade_bounded`) and returns the result as plain JSON data.
   It refuses to grade with grader code that differs from this process's, since
   the grades would then depend on which worker took the task.
 
@@ -33,12 +33,13 @@ import sys
 import tempfile
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from graders.digest import code_digest
 from graders.engine.course_dir import MAX_NOTEBOOK_BYTES, Course
-from graders.engine.grading import SubmissionResult, grade_submission_bounded
-from graders.engine.record_io import accept
+from graders.engine import task
+from graders.engine.grading import SubmissionResult
 from graders.engine.summary import isolation_warnings
 from graders.sandbox.zygote import Limits, SandboxUnavailable, Zygote, owned_tempdir
 
@@ -133,7 +134,7 @@ class SandboxPlugin(WorkerPlugin):
         os.chmod(self.staging, stat.S_IRWXU)
         # the staging folder holds other students' submissions: the sandbox must never see it
         self.zygote = Zygote(isolate=self.isolate, secrets=[self.staging],
-                             allow_degraded=getattr(self, "allow_degraded", False)).start()
+                             allow_degraded=self.allow_degraded).start()
 
     def teardown(self, worker=None):
         if self.zygote is not None:
@@ -172,17 +173,22 @@ def grade_task(course: Course, student: str, key: str, limits: Limits, files: di
     from distributed import get_worker
     plugin = _plugin(plugin)
     zygote = plugin.ready()
-    task, running = get_worker().get_current_task(), plugin.running
+    current, running = get_worker().get_current_task(), plugin.running
     with tempfile.TemporaryDirectory(dir=plugin.staging) as tmp:
         unpack(files, Path(tmp, "submitted", "s"))
         unpack(sources, Path(tmp, "source"))
         here = replace(course, submitted=os.path.join(tmp, "submitted", "s"),
                        source_dir=os.path.join(tmp, "source"))
+        bounded = partial(task.grade_bounded, started=lambda pid: running.__setitem__(current, pid))
         try:
-            return grade_submission_bounded(here, student, zygote.socket_path, limits, key,
-                                            started=lambda pid: running.__setitem__(task, pid))
+            kind, value = task.grade_one(here, student, zygote.socket_path, limits, key, grade=bounded)
         finally:
-            running.pop(task, None)
+            running.pop(current, None)
+    if kind == "infra":   # not the student's fault: the task fails, and Dask retries it elsewhere
+        raise SandboxUnavailable(value)
+    if kind != "ok":
+        return {"not_graded": value}
+    return {"result": value.to_json()}
 
 
 def abandon(keys: list, name: str, dask_worker) -> int:
@@ -220,15 +226,16 @@ def connect(address: str):
         raise SystemExit(f"no Dask scheduler answers at {address}: {exc}") from None
 
 
-def grade_on_cluster(address: str, course: Course, limits: Limits, todo: list, keys: dict, journal, late,
-                     report, bar, isolate: bool = True, allow_degraded: bool = False) -> None:
-    """Grade `todo` as one task per student on the cluster at `address`; record each result once."""
+def grade_on_cluster(run, todo: list) -> None:
+    """Grade `todo` (students of the GradingRun `run`) as one task per student on the cluster at
+    `run.scheduler`; record each result once, here."""
     from distributed import as_completed
-    with connect(address) as client:
+    course, report, keys = run.course, run.report, run.keys
+    with connect(run.scheduler) as client:
         digest, sources = code_digest(), source_files(course)
-        plugin = SandboxPlugin(isolate=isolate, digest=digest, allow_degraded=allow_degraded)
+        plugin = SandboxPlugin(isolate=run.isolate, digest=digest, allow_degraded=run.allow_degraded)
         client.register_plugin(plugin, name=plugin.name)
-        report.workers = len(client.scheduler_info(n_workers=-1)["workers"])
+        report.workers = run.workers = len(client.scheduler_info(n_workers=-1)["workers"])
         for info in client.run(worker_isolation, plugin.name).values():
             report.isolation = report.isolation or info["isolation"]
             for warning in info["warnings"]:
@@ -239,7 +246,7 @@ def grade_on_cluster(address: str, course: Course, limits: Limits, todo: list, k
         def submit():
             """The next submission as a task; its files are read only now, not the whole class at once."""
             student = waiting.pop()
-            future = client.submit(grade_task, course, student, keys[student], limits,
+            future = client.submit(grade_task, course, student, keys[student], run.limits,
                                    pack(course.submission_dir(student)), sources, digest, plugin.name,
                                    key=f"autograde-{course.assignment}-{keys[student][:16]}-{student}",
                                    retries=RETRIES, pure=False)
@@ -251,7 +258,7 @@ def grade_on_cluster(address: str, course: Course, limits: Limits, todo: list, k
         window = max(8, IN_FLIGHT_PER_WORKER * report.workers)
         running = as_completed([submit() for _ in range(min(window, len(waiting)))])
         try:
-            _collect(running, waiting, pending, submit, course, journal, late, report, bar)
+            _collect(run, running, waiting, pending, submit)
         except BaseException:
             # stopped (SIGTERM, SIGINT) or failed: cancel what is queued, stop what is running
             client.cancel(list(pending))
@@ -270,10 +277,10 @@ def _abandon_on_workers(client, keys: list, name: str, seconds: float = 15.0) ->
         pool.shutdown(wait=False)
 
 
-def _collect(running, waiting, pending, submit, course, journal, late, report, bar) -> None:
+def _collect(run, running, waiting, pending, submit) -> None:
     """Record each result as it comes, keeping the window of tasks in flight full."""
     from nbgrader.api import Gradebook
-    with Gradebook(course.db_url, course.course_id) as gb:
+    with Gradebook(run.course.db_url, run.course.course_id) as gb:
         for future in running:
             if waiting:
                 running.add(submit())
@@ -281,17 +288,16 @@ def _collect(running, waiting, pending, submit, course, journal, late, report, b
             try:
                 answer = future.result()
                 if "not_graded" in answer:
-                    report.failed[student] = str(answer["not_graded"])[:300]
-                    bar.update(1)
+                    run.not_graded(student, answer["not_graded"])
                     future.release()
                     continue
                 result = SubmissionResult.from_json(answer["result"])
             except Exception as exc:  # noqa: BLE001 - a lost task must not stop the class
-                report.failed[student] = _why_failed(exc)
+                run.not_graded(student, _why_failed(exc))
             else:
-                if student not in report.results:    # one result per student, written once
-                    accept(gb, course, journal, late, report, result)
-            bar.update(1)
+                if student not in run.report.results:    # one result per student, written once
+                    run.accept(gb, result)
+                run.finished()
             future.release()
 
 

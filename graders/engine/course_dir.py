@@ -1,7 +1,6 @@
 """The course as grading sees it: its config, the assignment's instructor notebooks, the limits, the submissions."""
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -13,9 +12,6 @@ from graders.sandbox.zygote import Limits
 
 
 MAX_NOTEBOOK_BYTES = 50 << 20
-_quiet = logging.getLogger("chapter.autograde.nbgrader")
-_quiet.addHandler(logging.NullHandler())
-_quiet.propagate = False
 
 
 @dataclass

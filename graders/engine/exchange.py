@@ -42,7 +42,7 @@ from pathlib import Path
 from nbgrader.exchange.default.collect import ExchangeCollect
 from traitlets import Bool
 
-from graders.engine.record_io import _atomic_write
+from graders.engine.shared import atomic_write
 from graders.engine.times import naive_utc, read_timestamp, submission_time
 
 LEDGER = Path(".chapter") / "set-aside"
@@ -152,7 +152,7 @@ def set_aside(root: Path, assignment: str, folder: str, claimed: str, why: str) 
     path = ledger_path(root, assignment)
     path.parent.mkdir(parents=True, exist_ok=True)
     close_folder(path.parent)
-    _atomic_write(path, json.dumps([asdict(e) for e in entries.values()], indent=1).encode(), 0o600)
+    atomic_write(path, json.dumps([asdict(e) for e in entries.values()], indent=1).encode(), 0o600)
     return True
 
 

@@ -11,12 +11,14 @@ from pathlib import Path
 import nbformat
 
 from graders.bounded import Timeout, run_bounded
+from graders.engine import feedback as say
 from graders.engine.blame import first_sandbox_fault
-from graders.engine.course_dir import Course, _quiet, fit_files
-from graders.engine.sanitize import _nbgrader_meta, _unique, sanitize, strip_hidden
-from graders.engine.snapshot import _why_broken, read_submission
+from graders.engine.course_dir import Course, fit_files
+from graders.engine.shared import silent_log
+from graders.engine.sanitize import nbgrader_meta, unique, sanitize, strip_hidden
+from graders.engine.snapshot import why_broken, read_submission
 from graders.engine.time_limits import for_notebook
-from graders.sandbox.zygote import Limits, SandboxUnavailable, run_job
+from graders.sandbox.zygote import Limits, run_job
 
 
 @dataclass
@@ -79,7 +81,7 @@ def warm_references(course: Course, student: str, after: "SubmissionResult | Non
     """
     from graders.feedback import FAIL
     from graders.variants import variant_for
-    if after is not None and getattr(course, "grades_only", False):   # no later student will need them
+    if after is not None and course.grades_only:   # no later student will need them
         return
     failed = None
     if after is not None:
@@ -101,39 +103,6 @@ def warm_references(course: Course, student: str, after: "SubmissionResult | Non
                 problem.reference(params)
             else:
                 problem.mistaken(params)
-
-
-def grade_submission_bounded(course: Course, student: str, socket_path: str, limits: Limits,
-                             key: str = "", started=None) -> dict:
-    """`grade_submission` in a forked child with the task's time limit (for cluster workers);
-    `started(pid)` is told the child's pid.
-
-    Returns {"result": SubmissionResult JSON} or {"not_graded": why}; never hangs.
-    """
-    from graders import symbolic
-    warm_references(course, student)
-
-    def work():
-        mark = symbolic.decided_count()
-        try:
-            result = grade_submission(course, student, socket_path, limits, key)
-        except SandboxUnavailable as exc:
-            return {"infra": str(exc)}
-        return {"result": result.to_json(), "decided": symbolic.decided_since(mark)}
-
-    seconds = task_seconds(course, limits)
-    try:
-        out = run_bounded(work, timeout=seconds, memory_bytes=8 << 30, max_output=1 << 30, started=started)
-    except Timeout:
-        return {"not_graded": f"grading took longer than {seconds:g} s and was stopped"}
-    except RuntimeError as exc:
-        return {"not_graded": f"grading failed: {exc}"[:300]}
-    if "infra" in out:   # not the student's fault: the task fails, and Dask retries it elsewhere
-        raise SandboxUnavailable(out["infra"])
-    symbolic.remember(out.pop("decided", ()))
-    with contextlib.suppress(Exception):
-        warm_references(course, student, after=SubmissionResult.from_json(out["result"]))
-    return out
 
 
 def grade_submission(course: Course, student: str, socket_path: str, limits: Limits,
@@ -170,7 +139,7 @@ def grade_notebook(course, instructor, student, path, socket_path, limits) -> No
                              course.begin_hidden, course.end_hidden)
         out.notes += notes
     except Exception as exc:  # noqa: BLE001 - any unreadable notebook scores 0 with its reason
-        return broken(out, instructor, course, _why_broken(exc))
+        return broken(out, instructor, course, why_broken(exc))
     try:
         job, tests = build_job(course, instructor, nb, student)
     except Exception as exc:  # noqa: BLE001 - a grader bug must not stop the batch
@@ -282,10 +251,9 @@ def broken(out: NotebookResult, instructor, course, reason: str) -> NotebookResu
     out.status = "broken"
     out.reasons.append(reason)
     out.grades = {c.name: 0.0 for c in instructor.grade_cells}
-    maker = OverwriteCells(log=_quiet)
+    maker = OverwriteCells(log=silent_log)
     manual = {c.name for c in instructor.solution_cells}
-    cells = [nbformat.v4.new_markdown_cell(f"**This notebook could not be graded:** {reason}. "
-                                           "Every cell scores 0.")]
+    cells = [nbformat.v4.new_markdown_cell(say.broken_notebook(reason))]
     for grade in instructor.grade_cells:
         source = instructor.source(grade.name)
         if source is None:
@@ -293,7 +261,7 @@ def broken(out: NotebookResult, instructor, course, reason: str) -> NotebookResu
         cell = maker.missing_cell_transform(source, grade.max_score, is_solution=grade.name in manual)
         cell.source = strip_hidden(cell.source, course.begin_hidden, course.end_hidden)
         if cell.cell_type == "code":
-            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"✗ not graded: {reason}\n"),
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=say.not_graded(reason) + "\n"),
                             nbformat.v4.new_output("execute_result", data={"text/plain": "0.0"},
                                                    execution_count=None)]
         cell["id"] = grade.name if _CELL_ID.fullmatch(grade.name) else f"autograded-{len(cells)}"
@@ -302,7 +270,7 @@ def broken(out: NotebookResult, instructor, course, reason: str) -> NotebookResu
     if instructor.kernelspec:
         nb.metadata["kernelspec"] = json.loads(instructor.kernelspec)
     out.notebook = write_notebook(nb)
-    out.feedback = [f"✗ {reason}"]
+    out.feedback = [say.broken_feedback(reason)]
     return out
 
 
@@ -333,7 +301,7 @@ def build_job(course, instructor, nb, student):
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
-        meta = _nbgrader_meta(cell) or {}
+        meta = nbgrader_meta(cell) or {}
         name = meta.get("grade_id")
         entry = {"index": index, "source": cell.source}
         if name is not None and instructor.source(name) is not None:
@@ -353,7 +321,7 @@ def build_job(course, instructor, nb, student):
         cells.append(entry)
     job = {"cells": cells, "env": {"JUPYTERHUB_USER": student},
            "files": extra_files(course, student)}
-    if getattr(course, "grades_only", False):   # no figure decides a grade: build each one, but skip its PNG
+    if course.grades_only:   # no figure decides a grade: build each one, but skip its PNG
         job["figures"] = "drawn"
     meta = {"problem": problem, "params": params, "variant": variant, "tests": info}
     return job, meta
@@ -392,7 +360,7 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult)
             if message is not None:
                 count += 1
                 cell.execution_count = count
-        meta_cell = _nbgrader_meta(cell) or {}
+        meta_cell = nbgrader_meta(cell) or {}
         name = meta_cell.get("grade_id")
         if index in tests:
             cell.source = strip_hidden(cell.source, course.begin_hidden, course.end_hidden)
@@ -407,7 +375,7 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult)
         if name is not None and (utils.is_solution(cell) or utils.is_task(cell)):
             unchanged = meta_cell.get("checksum") == utils.compute_checksum(cell) and not utils.is_task(cell)
             out.comments[name] = "No response." if unchanged else None
-    instant = getattr(course, "instant", False)
+    instant = course.instant
     grade_together(problem, params, [j for _, j, _ in judged.values() if isinstance(j, Pending)],
                    instant=instant)
     fault = first_sandbox_fault(run, course.source_dir)
@@ -419,9 +387,7 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult)
         score, lines = judgement
         if fault and index >= fault[0] and score < float(tests[index]["points"]):
             # it may have lost its points to the sandbox, not to the student: a person decides
-            score, lines = None, lines + [f"? not graded yet: cell {fault[0] + 1} failed in the grading "
-                                          f"sandbox ({fault[1]}), which a Jupyter kernel may not have done; "
-                                          "your instructor will grade this cell"]
+            score, lines = None, lines + [say.not_graded_yet(fault[0] + 1, fault[1])]
             out.flags = [f"cell {fault[0] + 1}: {fault[1]}; its test cells from there wait in formgrader"]
             out.checks.pop(name, None)    # no evidence of a mistake for the class report
         out.grades[name] = score
@@ -438,7 +404,7 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult)
             errors.append(f"cell {index + 1} ran past its time limit and was interrupted")
         else:
             errors.append(f"cell {index + 1} raised {str(message.get('ename') or 'an error')[:80]}")
-    out.reasons = _unique(([stopped] if stopped else []) + errors + out.reasons)
+    out.reasons = unique(([stopped] if stopped else []) + errors + out.reasons)
     if run.anomaly:
         out.notes.append(run.anomaly)
     if run.leftovers:
@@ -446,8 +412,7 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult)
                          "and were killed")
     out.score = float(sum(s for s in out.grades.values() if s))
     if out.notes:
-        nb.cells.insert(0, nbformat.v4.new_markdown_cell(
-            "**Autograder notes:**\n\n" + "\n".join(f"- {n}" for n in out.notes)))
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell(say.autograder_notes(out.notes)))
     limit_outputs(nb, course)
     out.notebook = write_notebook(nb)
 
@@ -491,13 +456,13 @@ GRADE_MEMORY_BYTES = 2 << 30    # on top of what the grading process already map
 GRADE_RESULT_BYTES = 4 << 20
 
 
-def score_test_cell(test, message, problem, params, variant, stopped, out: NotebookResult, cell=None,
-                    instant: bool = False):
-    """(points, feedback lines) for one hidden-test cell."""
+def score_test_cell(test, message, problem, params, variant, stopped, out: NotebookResult, cell=None):
+    """(points, feedback lines) for one hidden-test cell, graded alone, as `grade_cells` grades it
+    (with the course's full feedback; instant feedback is `finish_test_cell(..., instant=True)`)."""
     pending = prepare_test_cell(test, message, problem, params, variant, stopped, out, cell)
     if not isinstance(pending, Pending):
         return pending
-    return finish_test_cell(pending, problem, params, variant, out, instant=instant)
+    return finish_test_cell(pending, problem, params, variant, out)
 
 
 @dataclass
@@ -513,32 +478,31 @@ def prepare_test_cell(test, message, problem, params, variant, stopped, out: Not
     """A hidden-test cell's answers (Pending), or its (points, lines) when there is nothing to grade."""
     points, name, keys = float(test["points"]), test["name"], test["keys"]
     if message is None:
-        reason = stopped or "the notebook did not reach this cell"
+        reason = stopped or say.NOT_REACHED
         out.reasons.append(reason)
-        return 0.0, [f"✗ not graded: {reason}"]
+        return 0.0, [say.not_graded(reason)]
     if test.get("inside") or problem is None or not keys:
         return judged_inside(test, message, cell, out)
     if params is None:
         reason = f"this problem has no variant {variant} to grade"
         out.reasons.append(reason)
-        return 0.0, [f"✗ not graded: {reason}"]
+        return 0.0, [say.not_graded(reason)]
     answers = message.get("answers")
     if message.get("raised") is not False and not isinstance(answers, dict):
         ename = str(message.get("ename") or "an error")[:80]
         out.reasons.append(f"the checks in cell {name!r} raised {ename}")
-        return 0.0, [f"✗ the checks in this cell raised {ename}, so it scores 0 of {points:g}"]
+        return 0.0, [say.checks_raised(ename, points)]
     answers = answers if isinstance(answers, dict) else {}
     if answers.get("__timeout__"):
         out.reasons.append(f"reading the answers of cell {name!r} timed out")
-        return 0.0, ["✗ reading your answers took too long (a function or object that does not return)"]
+        return 0.0, [say.ANSWERS_NEVER_RETURNED]
     answers = {k: answers[k] for k in keys if k in answers}
     raised = []
     if message.get("raised") is not False:
         # The visible checks stopped on one answer: each answer is still graded on its own,
         # so one wrong type never costs the others in the cell their points.
         ename = str(message.get("ename") or "an error")[:80]
-        raised = [f"✗ the visible checks in this cell raised {ename}; each answer below is graded "
-                  "on its own"]
+        raised = [say.visible_checks_raised(ename)]
     return Pending(test, answers, raised)
 
 
@@ -553,17 +517,16 @@ def finish_test_cell(pending: Pending, problem, params, variant, out: NotebookRe
             result = grade_bounded(problem, params, pending.answers, keys, instant=instant)
         except Timeout:
             out.reasons.append(f"grading cell {name!r} took longer than {GRADE_SECONDS:g} s")
-            return 0.0, [f"✗ grading your answers took longer than {GRADE_SECONDS:g} s (an answer too large "
-                         "or too complicated to check), so this cell scores 0; your instructor has been told"]
+            return 0.0, [say.grading_took_too_long(GRADE_SECONDS)]
         except Exception as exc:  # noqa: BLE001 - never let one answer stop the batch
             out.reasons.append(f"cell {name!r} could not be graded ({str(exc)[:120] or type(exc).__name__})")
-            return 0.0, ["✗ this cell could not be graded; your instructor has been told"]
+            return 0.0, [say.CELL_NOT_GRADABLE]
     from graders.evidence import check_verdicts
     verdicts = result["checks"]   # plain data from the bounded child; kept in the gradebook as evidence
     out.checks[name] = check_verdicts({k: v["status"] for k, v in verdicts.items()},
                                       {k: v["mistake"] for k, v in verdicts.items()}, keys)
     score = max(0.0, min(float(result["score"]), points, float(result["max_score"])))
-    lines = [f"Variant {variant}: {score:g} of {points:g} points in this cell"] + pending.raised + result["feedback"]
+    lines = [say.cell_score(variant, score, points)] + pending.raised + result["feedback"]
     return score, lines
 
 
@@ -666,10 +629,7 @@ def judged_inside(test, message, cell, out: NotebookResult):
     if cell is not None:
         cell.outputs = outputs
     score = max(0.0, min(float(score or 0.0), points))
-    how = ("judged as nbgrader judges it: the cell ran whole, hidden tests included, inside the "
-           "notebook's own process (it has no checks outside the sandbox)")
-    mark = "✓" if score == points else "✗"
-    return score, [f"{mark} {score:g} of {points:g} points in this cell, {how}"]
+    return score, [say.judged_inside(score, points)]
 
 
 _OUTPUT_KINDS = {"stream", "execute_result", "display_data", "error"}
@@ -716,5 +676,5 @@ def clean_outputs(raw) -> list:
 
 def limit_outputs(nb, course: Course) -> None:
     from nbgrader.preprocessors import LimitOutput
-    LimitOutput(log=_quiet, max_lines=course.max_lines, max_traceback=course.max_traceback) \
+    LimitOutput(log=silent_log, max_lines=course.max_lines, max_traceback=course.max_traceback) \
         .preprocess(nb, {})

@@ -10,7 +10,7 @@ from pathlib import Path
 from graders.digest import code_digest, library_versions
 from graders.engine.course_dir import Course
 from graders.engine.grading import GRADE_MEMORY_BYTES, GRADE_SECONDS, SubmissionResult
-from graders.engine.record_io import _atomic_write
+from graders.engine.shared import atomic_write
 from graders.sandbox.zygote import Limits
 
 
@@ -37,8 +37,7 @@ def fingerprint(course: Course, limits: Limits) -> str:
     digest.update(json.dumps(snapshot, sort_keys=True, default=str).encode())
     course_settings = {k: getattr(course, k) for k in (
         "course_id", "ignore", "permissions", "begin_hidden", "end_hidden", "max_lines", "max_traceback",
-        "exclude_overwriting", "excluded_students")}
-    course_settings["grades_only"] = getattr(course, "grades_only", False)
+        "exclude_overwriting", "excluded_students", "grades_only")}
     digest.update(json.dumps(course_settings, sort_keys=True, default=str).encode())
     digest.update(json.dumps({"instant": getattr(course, "instant", False),
                               "time_limits": getattr(course, "time_limits", {})}, sort_keys=True).encode())
@@ -115,4 +114,4 @@ class Journal:
     def put(self, result: SubmissionResult, state: str) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         data = json.dumps({"key": result.key, "state": state, "result": result.to_json()})
-        _atomic_write(self.path(result.student), data.encode())
+        atomic_write(self.path(result.student), data.encode())

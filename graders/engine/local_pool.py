@@ -177,3 +177,57 @@ class LocalPool:
                 task = queue.pop()
                 yield from self.start(task, request(task), seconds)
             yield from self.wait()
+
+
+# ==================================================================== a grading run on this machine
+def grade_locally(run, zygote, todo: list) -> None:
+    """Grade `todo` (students of the GradingRun `run`) in `run.workers` forked processes, each
+    submission under its task time limit, with the warm `zygote`.
+
+    A submission past its limit has its worker killed and is reported, never retried (it
+    would only stall again); a worker that dies, or a sandbox that cannot be reached, is an
+    infrastructure fault, retried twice. A dying zygote is restarted between rounds.
+    """
+    import functools
+
+    from nbgrader.api import Gradebook
+
+    from graders.engine import task
+    from graders.engine.grading import task_seconds
+    course = run.course
+    attempts = {s: 0 for s in todo}
+    queue = list(todo)
+    seconds = task_seconds(course, run.limits)
+    while queue:
+        close = [zygote.process.stdin.fileno(), zygote.process.stdout.fileno()]
+        retry = []
+        pool = LocalPool(min(run.workers, len(queue)), _grade_request,
+                         init=functools.partial(task.init_worker, close, course=course, limits=run.limits))
+        with pool, Gradebook(course.db_url, course.course_id) as gb:
+            socket_path = zygote.socket_path
+            for student, kind, value, _took in pool.results(queue, seconds,
+                                                           request=lambda s: (s, socket_path, run.keys[s])):
+                if kind == "ok":
+                    kind, value = value
+                if kind == "ok":
+                    run.accept(gb, value)
+                    run.finished()
+                elif kind in ("timeout", "not_graded"):
+                    run.not_graded(student, value)
+                else:
+                    attempts[student] += 1
+                    if attempts[student] < 3:
+                        retry.append(student)
+                    else:
+                        run.not_graded(student, value)
+        if retry and not zygote.alive():
+            zygote.close()
+            zygote.start().wait_ready()
+        queue = retry
+
+
+def _grade_request(request) -> tuple:
+    """In a pool worker: grade one (student, socket path, key) with the course it was started with."""
+    from graders.engine import task
+    student, socket_path, key = request
+    return task.grade_one(task.worker("course"), student, socket_path, task.worker("limits"), key)

@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 from graders.engine.course_dir import Course
+from graders.engine.shared import atomic_write
 from graders.engine.times import naive_utc, read_timestamp, submission_time
 from graders.engine.grading import SubmissionResult
-from graders.engine.signals import _uninterrupted
 
 
 def record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> str:
@@ -122,27 +122,17 @@ def write_autograded(course: Course, result: SubmissionResult) -> None:
         for path in find_all_files(str(base), course.ignore + ["*.ipynb"]):
             if os.path.islink(path):
                 continue
-            _atomic_write(dest / os.path.relpath(path, base), Path(path).read_bytes(), course.permissions)
+            atomic_write(dest / os.path.relpath(path, base), Path(path).read_bytes(), course.permissions)
     for nb in result.notebooks:
         target = dest / f"{nb.name}.ipynb"
         if nb.notebook is None:
             if target.exists():
                 target.unlink()
             continue
-        _atomic_write(target, nb.notebook.encode(), course.permissions)
+        atomic_write(target, nb.notebook.encode(), course.permissions)
 
 
-def _atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    if mode is not None:
-        os.chmod(tmp, mode)
-    os.replace(tmp, path)
-
-
-def _artifacts_present(gb, course, result) -> bool:
+def artifacts_present(gb, course, result) -> bool:
     from nbgrader.api import MissingEntry
     try:
         gb.find_submission(course.assignment, result.student)
@@ -150,27 +140,3 @@ def _artifacts_present(gb, course, result) -> bool:
         return False
     folder = course.autograded_dir(result.student)
     return all((folder / f"{nb.name}.ipynb").exists() for nb in result.notebooks if nb.notebook is not None)
-
-
-def accept(gb, course, journal, late, report, result: SubmissionResult, fresh: bool = True) -> bool:
-    """Keep one graded submission: journal it (when `fresh`: not yet in the journal), record it
-    in the gradebook, write its notebooks.
-
-    A failure to record it is that student's alone: they are reported NOT GRADED, "could not be
-    recorded" (no grade, never a 0), the others go on, and the journal keeps the grading, so the
-    next run records it again without grading it again. False when it could not be recorded.
-    """
-    with _uninterrupted():
-        if fresh:
-            journal.put(result, "graded")
-        try:
-            why = record(gb, course, result, late)
-            write_autograded(course, result)
-        except Exception as exc:  # noqa: BLE001 - one student's bad data never stops the class
-            report.failed[result.student] = f"could not be recorded ({type(exc).__name__}: {exc})"[:300]
-            return False
-        if why:
-            report.untimed[result.student] = why
-        journal.put(result, "recorded")
-        report.results[result.student] = result
-        return True

@@ -6,7 +6,8 @@ import math
 
 import nbformat
 
-from graders.engine.course_dir import InstructorNotebook, _quiet
+from graders.engine.course_dir import InstructorNotebook
+from graders.engine.shared import silent_log
 from graders.engine.snapshot import _Snapshot
 
 
@@ -32,7 +33,7 @@ def _overwrite_cells_class():
     return SnapshotOverwriteCells
 
 
-def _nbgrader_meta(cell):
+def nbgrader_meta(cell):
     meta = cell.get("metadata", {}).get("nbgrader") if isinstance(cell.get("metadata"), dict) else None
     return meta if isinstance(meta, dict) else None
 
@@ -75,7 +76,7 @@ def restore_flags(nb, instructor: InstructorNotebook) -> list[str]:
     solution = {c.name for c in instructor.solution_cells}
     task = {c.name: c for c in instructor.task_cells}
     for cell in nb.cells:
-        meta = _nbgrader_meta(cell)
+        meta = nbgrader_meta(cell)
         if meta is None:
             continue
         name = meta.get("grade_id")
@@ -119,10 +120,10 @@ def readd_missing(nb, instructor: InstructorNotebook) -> list[str]:
     """Put back graded and locked cells the submission lost, after their predecessor (as nbgrader does)."""
     from nbgrader.preprocessors import OverwriteCells
     notes = []
-    present = {m.get("grade_id") for m in map(_nbgrader_meta, nb.cells) if m}
+    present = {m.get("grade_id") for m in map(nbgrader_meta, nb.cells) if m}
     grade = {c.name: c for c in instructor.grade_cells}
     solution = {c.name for c in instructor.solution_cells}
-    maker = OverwriteCells(log=_quiet)
+    maker = OverwriteCells(log=silent_log)
     previous = None
     for source in instructor.source_cells:
         name = source.name
@@ -137,7 +138,7 @@ def readd_missing(nb, instructor: InstructorNotebook) -> list[str]:
         position = 0
         if previous is not None:
             position = next(i for i, c in enumerate(nb.cells)
-                            if (_nbgrader_meta(c) or {}).get("grade_id") == previous) + 1
+                            if (nbgrader_meta(c) or {}).get("grade_id") == previous) + 1
         nb.cells.insert(position, cell)
         present.add(name)
         previous = name
@@ -163,20 +164,20 @@ def sanitize(nb, instructor: InstructorNotebook, assignment: str, student: str,
     """nbgrader's sanitizing step (autograde's first pass), fed from the snapshot; returns notes."""
     from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds
     notes = normalize(nb)
-    ids = [m["grade_id"] for m in map(_nbgrader_meta, nb.cells) if m]
+    ids = [m["grade_id"] for m in map(nbgrader_meta, nb.cells) if m]
     duplicated = sorted({i for i in ids if ids.count(i) > 1})
     if duplicated:
         notes.append(f"cells appear more than once ({', '.join(duplicated)}); only the last copy of each "
                      "is graded")
     resources = {"nbgrader": {"notebook": instructor.name, "assignment": assignment, "student": student,
                               "db_url": None}, "snapshot": _Snapshot(instructor)}
-    nb, resources = ClearOutput(log=_quiet).preprocess(nb, resources)
-    nb, resources = DeduplicateIds(log=_quiet).preprocess(nb, resources)
+    nb, resources = ClearOutput(log=silent_log).preprocess(nb, resources)
+    nb, resources = DeduplicateIds(log=silent_log).preprocess(nb, resources)
     notes += restore_flags(nb, instructor)
     if instructor.kernelspec:
         nb.metadata["kernelspec"] = json.loads(instructor.kernelspec)
-    before = {m["grade_id"]: c.source for c in nb.cells if (m := _nbgrader_meta(c))}
-    overwrite = _overwrite_cells_class()(log=_quiet, add_missing_cells=True)
+    before = {m["grade_id"]: c.source for c in nb.cells if (m := nbgrader_meta(c))}
+    overwrite = _overwrite_cells_class()(log=silent_log, add_missing_cells=True)
     nb, resources = overwrite.preprocess(nb, resources)
     for name, attr in resources.get("changes", []):
         if attr == "checksum":
@@ -186,11 +187,11 @@ def sanitize(nb, instructor: InstructorNotebook, assignment: str, student: str,
         elif attr == "cell_type":
             notes.append(f"the type of cell {name!r} had been changed; it was restored")
     notes += readd_missing(nb, instructor)
-    CheckCellMetadata(log=_quiet).preprocess(nb, resources)
-    return nb, _unique(notes)
+    CheckCellMetadata(log=silent_log).preprocess(nb, resources)
+    return nb, unique(notes)
 
 
-def _unique(items):
+def unique(items):
     seen, out = set(), []
     for item in items:
         if item not in seen:
@@ -204,7 +205,7 @@ def strip_hidden(source: str, begin: str, end: str) -> str:
     from nbgrader.preprocessors import ClearHiddenTests
     cell = nbformat.NotebookNode(cell_type="code", source=source, metadata={})
     try:
-        ClearHiddenTests(log=_quiet, begin_test_delimeter=begin, end_test_delimeter=end) \
+        ClearHiddenTests(log=silent_log, begin_test_delimeter=begin, end_test_delimeter=end) \
             ._remove_hidden_test_region(cell)
     except RuntimeError:   # unbalanced markers: keep nothing after the first BEGIN
         cell.source = source.split(begin)[0].rsplit("\n", 1)[0]

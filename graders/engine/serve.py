@@ -26,6 +26,7 @@ round-robin, so one student's burst of resubmissions never delays another's firs
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -37,13 +38,16 @@ from pathlib import Path
 
 from graders.engine import course_dir
 from graders.engine import exchange
+from graders.engine import feedback
 from graders.engine.times import read_small
 from graders.engine import grading
 from graders.engine.journal import Journal, fingerprint, submission_key
 from graders.engine import record_io
+from graders.engine import shared
 from graders.engine import signals
 from graders.engine import summary
-from graders.sandbox.zygote import SandboxUnavailable
+from graders.engine import task
+from graders.engine.run import GradingRun, late_penalties
 from graders.engine import autograde as ag
 
 SERVE_JOURNAL = Path(".chapter") / "serve"
@@ -111,7 +115,7 @@ class AttemptJournal:
     def save(self, student: str, attempts: list[Attempt]) -> None:
         data = json.dumps({"student": student, "assignment": self.assignment,
                            "attempts": [asdict(a) for a in attempts]})
-        record_io._atomic_write(self._path(student), data.encode())
+        shared.atomic_write(self._path(student), data.encode())
 
     def students(self) -> list[str]:
         found = []
@@ -186,7 +190,7 @@ def collect_one(config, root: Path, assignment: str, student: str, folder: str) 
     from nbgrader.coursedir import CourseDirectory
     coursedir = CourseDirectory(config=config, root=str(root))
     coursedir.assignment_id, coursedir.student_id = assignment, student
-    app = exchange.CheckedCollect(coursedir=coursedir, config=config, log=course_dir._quiet)
+    app = exchange.CheckedCollect(coursedir=coursedir, config=config, log=shared.silent_log)
     app.inbound_path = str(inbound_path(coursedir, app.root))
     records = app.records(folders=[folder])
     if not records or records[0]["username"] != student:
@@ -207,33 +211,18 @@ def release_refusal(config, root: Path, assignment: str, folder: str, why: str) 
     from nbgrader.utils import notebook_hash
     coursedir = CourseDirectory(config=config, root=str(root))
     coursedir.assignment_id = assignment
-    app = ExchangeReleaseFeedback(coursedir=coursedir, config=config, log=course_dir._quiet)
+    app = ExchangeReleaseFeedback(coursedir=coursedir, config=config, log=shared.silent_log)
     source = Path(app.root) / coursedir.course_id / "inbound" / folder
     secret = read_small(source / "submission_secret.txt", 4096, strip=False)
     if secret is None:
         raise ValueError("the submission's secret is not a regular file")
-    page = REFUSAL.format(assignment=_html(assignment), why=_html(why))
+    page = feedback.refusal_page(assignment, why)
     notebooks = sorted(source.glob("*.ipynb"))
     with exchange.as_owner_of(exchange_course(config, coursedir)):   # written as the exchange's owner
         app.init_dest()                   # the exchange's feedback folder, made as nbgrader makes it
         for notebook in notebooks:
             target = Path(app.dest_path) / f"{notebook_hash(secret=secret, notebook_id=notebook.stem)}.html"
-            record_io._atomic_write(target, page.encode(), 0o644)
-
-
-REFUSAL = """<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>Not graded</title></head>
-<body style="font-family: sans-serif; max-width: 40em; margin: 2em auto; line-height: 1.5">
-<h1 style="font-size: 1.4em">This submission of {assignment} was not graded</h1>
-<p>{why}</p>
-<p>Your earlier graded submission, if you have one, still stands.</p>
-</body></html>
-"""
-
-
-def _html(text: str) -> str:
-    import html
-    return html.escape(str(text))
+            shared.atomic_write(target, page.encode(), 0o644)
 
 
 # ============================================================================ the service
@@ -266,7 +255,6 @@ class Service:
     # -------------------------------------------------------------- set-up
     def _prepare(self):
         from nbgrader.coursedir import CourseDirectory
-        from nbgrader.preprocessors import AssignLatePenalties
         self.root = Path(self.root).resolve()
         self.config = course_dir.load_config(self.root)
         self.policy = Policy.from_config(self.config)
@@ -275,16 +263,17 @@ class Service:
         self.inbound = inbound_path(self.coursedir, exchange_root)
         exchange.close_course(self.root, self.coursedir.db_url)
         self.enrolled = exchange.enrolment(self.config, self.coursedir.course_id)
-        self.courses = {}
+        self.limits = course_dir.limits_from(self.config)
+        late = late_penalties(self.config)
+        self.runs = {}       # assignment -> its GradingRun, which the service's workers inherit
         for assignment in self.assignments:
             course = course_dir.load_course(self.root, assignment, self.config)
-            course_dir.check_data_files(course, course_dir.limits_from(self.config))
-            self.courses[assignment] = replace(course, instant=True)
-        self.limits = course_dir.limits_from(self.config)
-        self.bases = {a: fingerprint(c, self.limits) for a, c in self.courses.items()}
+            course_dir.check_data_files(course, self.limits)
+            course = replace(course, instant=True)
+            self.runs[assignment] = GradingRun(course, self.limits, Journal(course), summary.Report(assignment),
+                                               late=late, isolate=self.isolate)
+        self.bases = {a: fingerprint(r.course, self.limits) for a, r in self.runs.items()}
         self.journals = {a: AttemptJournal(self.root, a) for a in self.assignments}
-        self.late = AssignLatePenalties(config=self.config, log=course_dir._quiet)
-        self.late.init_plugin()
         self.duedates = {}
         from nbgrader.api import Gradebook
         with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
@@ -319,10 +308,10 @@ class Service:
             known = self._known()
             self._requeue_unfinished(queues)
             busy: dict[str, _Job] = {}
+            close = [zygote.process.stdin.fileno(), zygote.process.stdout.fileno()]
             pool = LocalPool(self.workers or ag.default_workers(), _serve_task,
-                             init=lambda: _init_serve_worker(self.courses, self.limits, self.config, self.root,
-                                                             [zygote.process.stdin.fileno(),
-                                                              zygote.process.stdout.fileno()]))
+                             init=functools.partial(task.init_worker, close, runs=self.runs, config=self.config,
+                                                    root=self.root))
             with pool, Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb, \
                     self._changes() as changes:
                 while not self._stopping:
@@ -393,7 +382,7 @@ class Service:
                 self._set(job, state="failed", why=f"could not be collected: {exc}"[:300])
                 self.say(f"{job.student} {job.assignment}: could not be collected ({exc})")
                 continue
-            course = self.courses[job.assignment]
+            course = self.runs[job.assignment].course
             key = submission_key(course, job.student, self.bases[job.assignment])
             busy[job.student] = job
             seconds = grading.task_seconds(course, self.limits) + 120.0   # and the feedback
@@ -426,19 +415,13 @@ class Service:
             if exchange.set_aside(self.root, job.assignment, job.folder, job.student, forged or outsider):
                 self.say(f"SET ASIDE {job.folder}: {forged or outsider}; not collected, graded or served "
                          f"as {job.student}")
-            why = (f"This submission names the student {job.student}, but another login submitted it. "
-                   "A submission is only ever graded as the login that submits it.") if forged else \
-                (f"You are not enrolled in the course {self.coursedir.course_id}, so this submission "
-                 "was not graded.")
+            why = feedback.forged(job.student) if forged else feedback.not_enrolled(self.coursedir.course_id)
         elif self.policy.attempts is not None and len(graded) >= self.policy.attempts:
-            why = (f"You have used all {self.policy.attempts} graded attempts for {job.assignment}, "
-                   "so this submission was not graded.")
+            why = feedback.attempts_used(self.policy.attempts, job.assignment)
         elif graded and self.policy.min_interval > 0:
             wait = self.policy.min_interval - _apart(mine, graded[-1])
             if wait > 0:
-                why = (f"Graded attempts must be at least {self.policy.min_interval:g} s apart; this one came "
-                       f"{self.policy.min_interval - wait:.0f} s after your last, so it was not graded. "
-                       f"Submit again in {wait:.0f} s.")
+                why = feedback.too_soon(self.policy.min_interval, wait)
         if why:
             mine.state, mine.why, mine.finished = "refused", why, time.time()
             journal.save(job.student, attempts)
@@ -486,7 +469,7 @@ class Service:
         score = sum(nb.score for nb in result.notebooks)
         most = sum(nb.max_score for nb in result.notebooks)
         journal = self.journals[job.assignment]
-        record_io._atomic_write(journal.result_path(student, job.folder), json.dumps(result.to_json()).encode())
+        shared.atomic_write(journal.result_path(student, job.folder), json.dumps(result.to_json()).encode())
         attempts = self._set(job, state="graded", score=score, max_score=most, finished=time.time(),
                              why=feedback_error or "")
         stands = counted(attempts, self.policy, self.duedates[job.assignment])
@@ -504,10 +487,10 @@ class Service:
             result = grading.SubmissionResult.from_json(json.loads(path.read_text()))
         except (OSError, ValueError):
             return
-        course = self.courses[job.assignment]
-        with signals._uninterrupted(), recording(self.root):
-            record_io.record(gb, course, result, self.late.plugin_inst)
-            record_io.write_autograded(course, result)
+        run = self.runs[job.assignment]
+        with signals.uninterrupted(), recording(self.root):
+            record_io.record(gb, run.course, result, run.late)
+            record_io.write_autograded(run.course, result)
 
 
 def _apart(later: Attempt, earlier: Attempt) -> float:
@@ -520,42 +503,33 @@ def _apart(later: Attempt, earlier: Attempt) -> float:
 
 
 # ============================================================================ in a worker
-_SERVE = {}
-
-
-def _init_serve_worker(courses, limits, config, root, close_fds):
-    for fd in close_fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    _SERVE.update(courses=courses, limits=limits, config=config, root=root)
-
-
 def _serve_task(request):
-    """Grade one submission, record it, and generate and release its feedback (in a pool worker)."""
-    from nbgrader.api import Gradebook
+    """Grade one submission, record it, and generate and release its feedback (in a pool worker
+    started by `task.init_worker` with the service's runs)."""
     assignment, student, socket_path, key = request
-    course, limits = _SERVE["courses"][assignment], _SERVE["limits"]
-    journal = Journal(course)
-    entry = journal.get(student, key)
+    run = replace(task.worker("runs")[assignment], report=summary.Report(assignment))   # a report of its own
+    grade = None
+    entry = run.journal.get(student, key)
     if entry is not None and entry["state"] == "recorded":
-        result = grading.SubmissionResult.from_json(entry["result"])   # graded before a restart: not again
-    else:
-        grading.warm_references(course, student)
-        try:
-            result = grading.grade_submission(course, student, socket_path, limits, key)
-        except SandboxUnavailable as exc:
-            return "infra", str(exc)
-    from nbgrader.preprocessors import AssignLatePenalties
-    late = AssignLatePenalties(config=_SERVE["config"], log=course_dir._quiet)
-    late.init_plugin()
-    kept = summary.Report(assignment)
-    with recording(_SERVE["root"]), Gradebook(course.db_url, course.course_id) as gb:
-        record_io.accept(gb, course, journal, late.plugin_inst, kept, result)
-    if student in kept.failed:
-        return "failed", kept.failed[student]
-    released = release_feedback(_SERVE["config"], _SERVE["root"], assignment, student)
-    grading.warm_references(course, student, after=result)   # once the student has the feedback
-    return "ok", (result, released)
+        done = grading.SubmissionResult.from_json(entry["result"])
+
+        def grade(*_):               # graded before a restart: not again
+            return done
+    return task.grade_one(run.course, student, socket_path, run.limits, key, grade=grade,
+                          then=functools.partial(_keep_and_release, run))
+
+
+def _keep_and_release(run: GradingRun, result) -> tuple:
+    """Record one graded submission, then generate and release its feedback: ("ok", (result, why
+    the feedback failed or "")), or ("failed", why it could not be recorded)."""
+    from nbgrader.api import Gradebook
+    course, student = run.course, result.student
+    config, root = task.worker("config"), task.worker("root")
+    with recording(root), Gradebook(course.db_url, course.course_id) as gb:
+        run.accept(gb, result)
+    if student in run.report.failed:
+        return "failed", run.report.failed[student]
+    return "ok", (result, release_feedback(config, root, course.assignment, student))
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ def _on_stop_signal(signum, frame):
 
 
 @contextlib.contextmanager
-def _uninterrupted():
+def uninterrupted():
     """A stop signal waits until the block ends, so the journal and gradebook stay consistent."""
     _STOP["critical"] += 1
     try:
@@ -34,7 +34,7 @@ def _uninterrupted():
 
 
 @contextlib.contextmanager
-def _stop_signals():
+def stop_signals():
     """Turn SIGTERM and SIGINT into `Stopped` while grading (main thread only)."""
     import signal
     import threading

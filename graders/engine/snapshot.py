@@ -53,7 +53,7 @@ def read_submission(path: Path):
         raise ValueError("the notebook is JSON but does not have a notebook's shape") from None
 
 
-def _why_broken(exc) -> str:
+def why_broken(exc) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return "the notebook is not UTF-8 text"
     if isinstance(exc, (json.JSONDecodeError,)) or "JSON" in type(exc).__name__ \

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from graders.engine import feedback
 from graders.sandbox.zygote import Zygote
 
 
@@ -57,7 +58,7 @@ class Report:
             for student, nb in flagged:
                 lines.append(f"  {student}  {nb.name}: {'; '.join(nb.flags)[:300]}")
         for student, why in sorted(self.failed.items()):
-            lines.append(f"NOT GRADED {student}: {why}")
+            lines.append(feedback.not_graded_line(student, why))
         for student, why in sorted(self.untimed.items()):
             lines.append(f"NO USABLE TIME {student}: {why}; graded, with no late penalty applied")
         lines += self.set_aside
@@ -118,7 +119,7 @@ class Report:
 def isolation_warnings(zygote: Zygote) -> list[str]:
     probe = zygote.isolation
     warnings = []
-    degraded = getattr(zygote, "allow_degraded", False)
+    degraded = zygote.allow_degraded
     for layer, what in (("seccomp", "the seccomp allowlist"), ("control_group", "the per-notebook control group")):
         if layer in probe and not probe[layer]:
             why = probe.get(f"{layer}_error") or probe.get(f"{layer}_detail") or "unknown"

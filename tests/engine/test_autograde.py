@@ -732,6 +732,7 @@ def test_manual_cells_are_left_to_formgrader():
 class SimpleCourse:
     assignment, begin_hidden, end_hidden = ASSIGNMENT, "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
     max_lines, max_traceback, ignore, exclude_overwriting, source_dir = 1000, 100, [], [], "/nonexistent"
+    grades_only, instant = False, False      # as course_dir.Course has them
 
     def submission_dir(self, student):
         return Path("/nonexistent") / student

@@ -20,6 +20,7 @@ from graders.engine import course_dir
 from graders import digest
 from graders.engine import grading
 from graders.engine import journal
+from graders.engine import task
 from graders.engine import sanitize
 from graders import symbolic
 from graders.engine.local_pool import LocalPool
@@ -260,7 +261,7 @@ def test_fingerprint_covers_the_whole_library_and_versions(monkeypatch):
     """A change anywhere in graders/ (a module another problem imports), or a library's version, regrades."""
     course = SimpleNamespace(root="/nonexistent", notebooks={}, course_id="c", ignore=[], permissions=0o444,
                              begin_hidden="B", end_hidden="E", max_lines=1, max_traceback=1,
-                             exclude_overwriting=[], excluded_students=[])
+                             exclude_overwriting=[], excluded_students=[], grades_only=False)
     base = journal.fingerprint(course, Limits())
     monkeypatch.setattr(journal, "code_digest", lambda: "another library")
     assert journal.fingerprint(course, Limits()) != base
@@ -289,8 +290,8 @@ def test_a_cluster_task_past_its_limit_is_reported_not_retried(monkeypatch):
     monkeypatch.setattr(grading, "task_seconds", lambda course, limits: 2.0)
     course = SimpleNamespace(notebooks={})
     with must_finish_within(30):
-        answer = grading.grade_submission_bounded(course, "someone", "/nonexistent", Limits())
-    assert "longer than 2 s" in answer["not_graded"]
+        kind, why = task.grade_one(course, "someone", "/nonexistent", Limits(), "", grade=task.grade_bounded)
+    assert kind == "not_graded" and "longer than 2 s" in why
 
 
 def test_changing_an_imported_problem_module_regrades(tmp_path, monkeypatch):
@@ -302,7 +303,7 @@ def test_changing_an_imported_problem_module_regrades(tmp_path, monkeypatch):
     monkeypatch.setattr(digest, "GRADER_FILES", library)
     course = SimpleNamespace(root=str(tmp_path), notebooks={}, course_id="c", ignore=[], permissions=0o444,
                              begin_hidden="B", end_hidden="E", max_lines=1, max_traceback=1,
-                             exclude_overwriting=[], excluded_students=[])
+                             exclude_overwriting=[], excluded_students=[], grades_only=False)
     digest.code_digest.cache_clear()
     try:
         before = journal.fingerprint(course, Limits())

@@ -1,0 +1,112 @@
+"""What the engine says to a student (and, for NOT GRADED, to the instructor), in one place.
+
+Every sentence a graded notebook, a feedback page or the run's summary shows about how a
+submission was graded is written here, as a constant or a function of what varies, so the
+wording can be read, and changed, side by side. The mathematics' own feedback (what a check
+found) is each problem's, through `graders.feedback`; these are the engine's sentences around it.
+The wording is the one students and instructors have seen so far (tests look for it).
+"""
+from __future__ import annotations
+
+import html
+
+# ------------------------------------------------------------------ a test cell's lines
+CELL_NOT_GRADABLE = "✗ this cell could not be graded; your instructor has been told"
+ANSWERS_NEVER_RETURNED = "✗ reading your answers took too long (a function or object that does not return)"
+NOT_REACHED = "the notebook did not reach this cell"
+NBGRADER_WAY = ("judged as nbgrader judges it: the cell ran whole, hidden tests included, inside the "
+                "notebook's own process (it has no checks outside the sandbox)")
+
+
+def not_graded(reason: str) -> str:
+    """A cell scored 0 without being graded, and why."""
+    return f"✗ not graded: {reason}"
+
+
+def cell_score(variant: str, score: float, points: float) -> str:
+    """The first line of a graded test cell's feedback."""
+    return f"Variant {variant}: {score:g} of {points:g} points in this cell"
+
+
+def checks_raised(ename: str, points: float) -> str:
+    """The cell's checks raised before any answer could be read."""
+    return f"✗ the checks in this cell raised {ename}, so it scores 0 of {points:g}"
+
+
+def visible_checks_raised(ename: str) -> str:
+    """The visible checks stopped on one answer; the others are graded all the same."""
+    return f"✗ the visible checks in this cell raised {ename}; each answer below is graded on its own"
+
+
+def grading_took_too_long(seconds: float) -> str:
+    return (f"✗ grading your answers took longer than {seconds:g} s (an answer too large "
+            "or too complicated to check), so this cell scores 0; your instructor has been told")
+
+
+def judged_inside(score: float, points: float) -> str:
+    """A test cell with no checks outside the sandbox, judged by its outputs as nbgrader does."""
+    mark = "✓" if score == points else "✗"
+    return f"{mark} {score:g} of {points:g} points in this cell, {NBGRADER_WAY}"
+
+
+def not_graded_yet(cell: int, why: str) -> str:
+    """A cell that may have lost its points to the sandbox: a person grades it (graders.engine.blame)."""
+    return (f"? not graded yet: cell {cell} failed in the grading sandbox ({why}), which a Jupyter kernel "
+            "may not have done; your instructor will grade this cell")
+
+
+# ------------------------------------------------------------------ a notebook
+def broken_notebook(reason: str) -> str:
+    """The markdown cell heading a notebook that could not be graded at all."""
+    return f"**This notebook could not be graded:** {reason}. Every cell scores 0."
+
+
+def broken_feedback(reason: str) -> str:
+    return f"✗ {reason}"
+
+
+def autograder_notes(notes: list) -> str:
+    """The markdown cell listing what the grader repaired or noticed in a notebook."""
+    return "**Autograder notes:**\n\n" + "\n".join(f"- {n}" for n in notes)
+
+
+# ------------------------------------------------------------------ chapter serve's refusals
+REFUSAL = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Not graded</title></head>
+<body style="font-family: sans-serif; max-width: 40em; margin: 2em auto; line-height: 1.5">
+<h1 style="font-size: 1.4em">This submission of {assignment} was not graded</h1>
+<p>{why}</p>
+<p>Your earlier graded submission, if you have one, still stands.</p>
+</body></html>
+"""
+
+
+def refusal_page(assignment: str, why: str) -> str:
+    """The feedback page of a submission `chapter serve` did not grade (both texts escaped)."""
+    return REFUSAL.format(assignment=html.escape(str(assignment)), why=html.escape(str(why)))
+
+
+def forged(student: str) -> str:
+    return (f"This submission names the student {student}, but another login submitted it. "
+            "A submission is only ever graded as the login that submits it.")
+
+
+def not_enrolled(course_id: str) -> str:
+    return f"You are not enrolled in the course {course_id}, so this submission was not graded."
+
+
+def attempts_used(attempts: int, assignment: str) -> str:
+    return f"You have used all {attempts} graded attempts for {assignment}, so this submission was not graded."
+
+
+def too_soon(interval: float, wait: float) -> str:
+    """Sooner than `interval` seconds after the last graded attempt; `wait` seconds are left."""
+    return (f"Graded attempts must be at least {interval:g} s apart; this one came "
+            f"{interval - wait:.0f} s after your last, so it was not graded. "
+            f"Submit again in {wait:.0f} s.")
+
+
+# ------------------------------------------------------------------ the instructor's summary
+def not_graded_line(student: str, why: str) -> str:
+    """A student with no grade in the run's summary (never a 0)."""
+    return f"NOT GRADED {student}: {why}"

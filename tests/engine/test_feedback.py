@@ -1,0 +1,47 @@
+"""The engine's sentences to students live in graders/engine/feedback.py, and read as they did."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from graders.engine import feedback
+
+ENGINE = Path(feedback.__file__).parent
+# marks only a sentence to the student starts with: a check mark, a cross, a cell not graded yet
+MARKS = ("✓", "✗", "? not graded yet", "NOT GRADED ", "**This notebook could not be graded", "**Autograder notes")
+
+
+def sentences_outside(source: str) -> list[str]:
+    """String constants (f-strings' literal parts included) that start like a student-facing line."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(MARKS):
+            found.append(node.value)
+    return found
+
+
+def test_the_finder_sees_a_sentence_in_an_f_string():
+    assert sentences_outside('x = f"✗ not graded: {why}"\ny = "not a sentence"\n') == ["✗ not graded: "]
+
+
+def test_no_engine_module_writes_its_own_feedback_sentences():
+    elsewhere = {path.name: found for path in sorted(ENGINE.glob("*.py")) if path.name != "feedback.py"
+                 for found in [sentences_outside(path.read_text())] if found}
+    assert elsewhere == {}, "student-facing sentences belong in graders/engine/feedback.py"
+
+
+def test_the_wording_students_have_seen_is_kept():
+    assert feedback.not_graded("the notebook did not reach this cell") == \
+        "✗ not graded: the notebook did not reach this cell"
+    assert feedback.cell_score("B", 1.5, 3) == "Variant B: 1.5 of 3 points in this cell"
+    assert feedback.judged_inside(2.0, 2.0).startswith("✓ 2 of 2 points in this cell, judged as nbgrader")
+    assert feedback.judged_inside(0.0, 2.0).startswith("✗ 0 of 2 points")
+    assert feedback.too_soon(60, 20) == ("Graded attempts must be at least 60 s apart; this one came 40 s "
+                                         "after your last, so it was not graded. Submit again in 20 s.")
+    assert feedback.not_graded_line("ada", "why") == "NOT GRADED ada: why"
+
+
+def test_the_refusal_page_escapes_what_it_is_given():
+    page = feedback.refusal_page("ps<1>", "you & <b>them</b>")
+    assert "This submission of ps&lt;1&gt; was not graded" in page
+    assert "you &amp; &lt;b&gt;them&lt;/b&gt;" in page and "<b>" not in page
