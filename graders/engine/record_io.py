@@ -120,7 +120,7 @@ def write_autograded(course: Course, result: SubmissionResult) -> None:
         if not base.is_dir():
             continue
         for path in find_all_files(str(base), course.ignore + ["*.ipynb"]):
-            if os.path.islink(path):
+            if os.path.islink(path) or not os.path.isfile(path):   # a FIFO or a device is never read
                 continue
             atomic_write(dest / os.path.relpath(path, base), Path(path).read_bytes(), course.permissions)
     for nb in result.notebooks:
