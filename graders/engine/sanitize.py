@@ -91,7 +91,7 @@ def deduplicate(nb) -> list[str]:
 
 def restore_flags(nb, instructor: InstructorNotebook) -> list[str]:
     """Give every known cell the instructor's nbgrader flags; strip unknown ones."""
-    notes = []
+    notes, unknown = [], []
     grade = {c.name: c for c in instructor.grade_cells}
     solution = {c.name for c in instructor.solution_cells}
     task = {c.name: c for c in instructor.task_cells}
@@ -103,7 +103,7 @@ def restore_flags(nb, instructor: InstructorNotebook) -> list[str]:
         source = instructor.source(name)
         if source is None:
             del cell.metadata["nbgrader"]
-            notes.append(f"the cell {name!r} is not part of this assignment; it runs as ordinary code")
+            unknown.append(name)
             continue
         want = {"grade": name in grade, "solution": name in solution, "task": name in task,
                 "locked": bool(source.locked), "grade_id": name, "schema_version": 3}
@@ -121,7 +121,17 @@ def restore_flags(nb, instructor: InstructorNotebook) -> list[str]:
         for key in ("grade", "solution", "task", "locked", "points"):
             meta.pop(key, None)
         meta.update(want)
+    if len(unknown) == 1:
+        notes.append(f"the cell {unknown[0]!r} is not part of this assignment; it runs as ordinary code")
+    elif unknown:
+        notes.append(f"the cells {_some([repr(name) for name in unknown])} are not part of this assignment; "
+                     "they run as ordinary code")
     return notes
+
+
+def _some(names: list[str], most: int = 10) -> str:
+    """At most `most` names, and how many more (a hostile notebook may carry thousands)."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def _points(value) -> float | None:
@@ -183,8 +193,7 @@ def sanitize(nb, instructor: InstructorNotebook, assignment: str, student: str,
     notes = normalize(nb)
     duplicated = deduplicate(nb)
     if duplicated:
-        shown = ", ".join(duplicated[:10]) + (f" and {len(duplicated) - 10} more" if len(duplicated) > 10 else "")
-        notes.append(f"cells appear more than once ({shown}); only the last copy of each is graded")
+        notes.append(f"cells appear more than once ({_some(duplicated)}); only the last copy of each is graded")
     resources = {"nbgrader": {"notebook": instructor.name, "assignment": assignment, "student": student,
                               "db_url": None}, "snapshot": _Snapshot(instructor)}
     nb, resources = ClearOutput(log=_quiet).preprocess(nb, resources)

@@ -135,6 +135,17 @@ def test_a_notebook_of_many_cells_is_deduplicated_in_one_pass():
     _, notes = sanitize(nb, instructor(), "a1", "s1")
     assert notes[0] == ("cells appear more than once (c0, c1, c10, c11, c12, c13, c14, c2, c3, c4 and 5 more); "
                         "only the last copy of each is graded")
+    assert notes[1:2] == ["the cells 'c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', 'c9' and 5 more are not "
+                          "part of this assignment; they run as ordinary code"]
+
+
+def test_a_cell_from_elsewhere_runs_as_ordinary_code_and_is_named():
+    nb = submission()
+    nb.cells.append(nbformat.v4.new_code_cell("z = 3", metadata={"nbgrader": {"grade_id": "other", "grade": True,
+                                                                               "points": 50}}))
+    out, notes = sanitize(nb, instructor(), "a1", "s1")
+    assert "nbgrader" not in out.cells[3].metadata and out.cells[3].source == "z = 3"
+    assert notes == ["the cell 'other' is not part of this assignment; it runs as ordinary code"]
 
 
 def test_duplicate_and_missing_cell_ids_do_not_stop_it():
