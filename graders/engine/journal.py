@@ -11,6 +11,7 @@ from graders.digest import code_digest, library_versions
 from graders.engine.course_dir import Course
 from graders.engine.grading import GRADE_MEMORY_BYTES, GRADE_SECONDS, SubmissionResult
 from graders.engine.shared import atomic_write
+from graders.engine.time_limits import for_notebook
 from graders.sandbox.zygote import Limits
 
 
@@ -39,8 +40,10 @@ def fingerprint(course: Course, limits: Limits) -> str:
         "course_id", "ignore", "permissions", "begin_hidden", "end_hidden", "max_lines", "max_traceback",
         "exclude_overwriting", "excluded_students", "grades_only")}
     digest.update(json.dumps(course_settings, sort_keys=True, default=str).encode())
-    digest.update(json.dumps({"instant": getattr(course, "instant", False),
-                              "time_limits": getattr(course, "time_limits", {})}, sort_keys=True).encode())
+    own_limits = {name: for_notebook(limits, seconds).notebook_seconds    # what each notebook is given
+                  for name, seconds in getattr(course, "time_limits", {}).items()}
+    digest.update(json.dumps({"instant": getattr(course, "instant", False), "time_limits": own_limits},
+                             sort_keys=True).encode())
     digest.update(json.dumps(asdict(limits), sort_keys=True).encode())
     digest.update(json.dumps({"grade_seconds": GRADE_SECONDS, "grade_memory": GRADE_MEMORY_BYTES}).encode())
     _source_files(digest, course)

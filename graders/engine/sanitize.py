@@ -69,9 +69,30 @@ def normalize(nb) -> list[str]:
     return notes
 
 
+def deduplicate(nb) -> list[str]:
+    """nbgrader's DeduplicateIds rule, the last copy of a cell keeps its nbgrader metadata, applied
+    to every cell that carries a grade_id; returns the ids found more than once, sorted.
+
+    nbgrader's own looks only at cells flagged grade, solution or locked: a copy whose flags were
+    cleared kept its grade_id, `restore_flags` gave the flags back, and nbgrader's CheckCellMetadata
+    then refused the notebook (two cells, one id). One pass, so a notebook of many cells costs no more.
+    """
+    seen, duplicated = set(), set()
+    for cell in reversed(nb.cells):
+        meta = nbgrader_meta(cell)
+        if meta is None:
+            continue
+        if meta["grade_id"] in seen:
+            duplicated.add(meta["grade_id"])
+            del cell.metadata["nbgrader"]
+        else:
+            seen.add(meta["grade_id"])
+    return sorted(duplicated)
+
+
 def restore_flags(nb, instructor: InstructorNotebook) -> list[str]:
     """Give every known cell the instructor's nbgrader flags; strip unknown ones."""
-    notes = []
+    notes, unknown = [], []
     grade = {c.name: c for c in instructor.grade_cells}
     solution = {c.name for c in instructor.solution_cells}
     task = {c.name: c for c in instructor.task_cells}
@@ -80,13 +101,10 @@ def restore_flags(nb, instructor: InstructorNotebook) -> list[str]:
         if meta is None:
             continue
         name = meta.get("grade_id")
-        if not meta:       # emptied by DeduplicateIds: an earlier copy of a cell, already noted
-            del cell.metadata["nbgrader"]
-            continue
         source = instructor.source(name)
         if source is None:
             del cell.metadata["nbgrader"]
-            notes.append(f"the cell {name!r} is not part of this assignment; it runs as ordinary code")
+            unknown.append(name)
             continue
         want = {"grade": name in grade, "solution": name in solution, "task": name in task,
                 "locked": bool(source.locked), "grade_id": name, "schema_version": 3}
@@ -104,7 +122,17 @@ def restore_flags(nb, instructor: InstructorNotebook) -> list[str]:
         for key in ("grade", "solution", "task", "locked", "points"):
             meta.pop(key, None)
         meta.update(want)
+    if len(unknown) == 1:
+        notes.append(f"the cell {unknown[0]!r} is not part of this assignment; it runs as ordinary code")
+    elif unknown:
+        notes.append(f"the cells {_some([repr(name) for name in unknown])} are not part of this assignment; "
+                     "they run as ordinary code")
     return notes
+
+
+def _some(names: list[str], most: int = 10) -> str:
+    """At most `most` names, and how many more (a hostile notebook may carry thousands)."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def _points(value) -> float | None:
@@ -162,17 +190,14 @@ def _missing_locked_cell(maker, source):
 def sanitize(nb, instructor: InstructorNotebook, assignment: str, student: str,
              begin: str = "BEGIN HIDDEN TESTS", end: str = "END HIDDEN TESTS"):
     """nbgrader's sanitizing step (autograde's first pass), fed from the snapshot; returns notes."""
-    from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds
+    from nbgrader.preprocessors import CheckCellMetadata, ClearOutput
     notes = normalize(nb)
-    ids = [m["grade_id"] for m in map(nbgrader_meta, nb.cells) if m]
-    duplicated = sorted({i for i in ids if ids.count(i) > 1})
+    duplicated = deduplicate(nb)
     if duplicated:
-        notes.append(f"cells appear more than once ({', '.join(duplicated)}); only the last copy of each "
-                     "is graded")
+        notes.append(f"cells appear more than once ({_some(duplicated)}); only the last copy of each is graded")
     resources = {"nbgrader": {"notebook": instructor.name, "assignment": assignment, "student": student,
                               "db_url": None}, "snapshot": _Snapshot(instructor)}
     nb, resources = ClearOutput(log=silent_log).preprocess(nb, resources)
-    nb, resources = DeduplicateIds(log=silent_log).preprocess(nb, resources)
     notes += restore_flags(nb, instructor)
     if instructor.kernelspec:
         nb.metadata["kernelspec"] = json.loads(instructor.kernelspec)

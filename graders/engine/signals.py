@@ -41,9 +41,13 @@ def stop_signals():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    before = {sig: signal.signal(sig, _on_stop_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    before = {}
     try:
+        with _uninterrupted():    # a stop between two handler changes waits until both are made
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                before[sig] = signal.signal(sig, _on_stop_signal)
         yield
     finally:
-        for sig, handler in before.items():
-            signal.signal(sig, handler)
+        with _uninterrupted():
+            for sig, handler in before.items():
+                signal.signal(sig, handler)

@@ -94,6 +94,13 @@ def test_a_changed_limit_changes_the_fingerprint(course):
     assert fingerprint(course, Limits(notebook_seconds=30)) != fingerprint(course, Limits())
 
 
+def test_a_measured_time_limit_counts_as_the_notebook_is_given_it(course):
+    """Above the configured ceiling a new measurement changes nothing a notebook is given: no regrade."""
+    ceiling = Limits(notebook_seconds=60)
+    slow, slower = (dataclasses.replace(course, time_limits={"nb": s}) for s in (400.0, 900.0))
+    assert fingerprint(slow, ceiling) == fingerprint(slower, ceiling) == fingerprint(course, ceiling)
+
+
 def test_ignored_files_and_the_source_notebooks_do_not_change_the_fingerprint(course):
     before = fingerprint(course, Limits())
     source = Path(course.source_dir)

@@ -7,6 +7,7 @@ judges the student's copy exactly as it would in `nbgrader autograde`.
 from __future__ import annotations
 
 import copy
+import time
 from types import SimpleNamespace
 
 import nbformat
@@ -14,7 +15,7 @@ import pytest
 from nbgrader.utils import compute_checksum
 
 from graders.engine.course_dir import InstructorNotebook
-from graders.engine.sanitize import normalize, readd_missing, restore_flags, sanitize, strip_hidden
+from graders.engine.sanitize import deduplicate, normalize, readd_missing, restore_flags, sanitize, strip_hidden
 
 TEST = "assert x == 1\n### BEGIN HIDDEN TESTS\nassert x + 1 == 2\n### END HIDDEN TESTS"
 
@@ -105,6 +106,46 @@ def test_a_duplicated_cell_keeps_its_last_copy_and_the_others_run_as_plain_code(
     assert out.cells[2].source == "x = 1"
     assert "nbgrader" not in out.cells[1].metadata
     assert notes == ["cells appear more than once (answer); only the last copy of each is graded"]
+
+
+@pytest.mark.parametrize("fake_at", [2, 3])
+def test_a_copy_of_a_test_cell_with_its_flags_cleared_is_graded_once(fake_at):
+    nb = submission()
+    fake = copy.deepcopy(nb.cells[2])
+    fake.source = "pass  # my own test"
+    for flag in ("grade", "locked", "solution"):
+        fake.metadata.nbgrader[flag] = False
+    nb.cells.insert(fake_at, fake)
+    out, notes = sanitize(nb, instructor(), "a1", "s1")
+    assert flags(out).count("test") == 1
+    graded = next(c for c in out.cells if flags(nbformat.v4.new_notebook(cells=[c])) == ["test"])
+    assert graded.source.startswith("assert x == 1")          # the instructor's test, whatever the copy said
+    assert notes[0] == "cells appear more than once (test); only the last copy of each is graded"
+
+
+def test_a_notebook_of_many_cells_is_deduplicated_in_one_pass():
+    cells = [{"cell_type": "code", "source": "", "metadata": {"nbgrader": {"grade_id": f"c{i % 25_000}"}}}
+             for i in range(50_000)]
+    nb = nbformat.from_dict({"cells": cells})
+    started = time.process_time()
+    duplicated = deduplicate(nb)
+    assert time.process_time() - started < 2.0      # 0.1 s here; comparing every pair would take minutes
+    assert len(duplicated) == 25_000 and sum("nbgrader" in c.metadata for c in nb.cells) == 25_000
+    nb = nbformat.from_dict({"cells": [dict(cells[i % 15], outputs=[]) for i in range(30)]})  # 15 ids, twice
+    _, notes = sanitize(nb, instructor(), "a1", "s1")
+    assert notes[0] == ("cells appear more than once (c0, c1, c10, c11, c12, c13, c14, c2, c3, c4 and 5 more); "
+                        "only the last copy of each is graded")
+    assert notes[1:2] == ["the cells 'c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', 'c9' and 5 more are not "
+                          "part of this assignment; they run as ordinary code"]
+
+
+def test_a_cell_from_elsewhere_runs_as_ordinary_code_and_is_named():
+    nb = submission()
+    nb.cells.append(nbformat.v4.new_code_cell("z = 3", metadata={"nbgrader": {"grade_id": "other", "grade": True,
+                                                                               "points": 50}}))
+    out, notes = sanitize(nb, instructor(), "a1", "s1")
+    assert "nbgrader" not in out.cells[3].metadata and out.cells[3].source == "z = 3"
+    assert notes == ["the cell 'other' is not part of this assignment; it runs as ordinary code"]
 
 
 def test_duplicate_and_missing_cell_ids_do_not_stop_it():

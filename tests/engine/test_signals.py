@@ -105,3 +105,35 @@ def test_outside_the_main_thread_the_handlers_are_left_alone():
     worker.start()
     worker.join(10)
     assert seen == [before]
+
+
+@pytest.mark.parametrize("arrives_after, sent", [(1, signal.SIGTERM), (3, signal.SIGINT)],
+                         ids=["while-installing", "while-restoring"])
+def test_a_stop_while_the_handlers_change_still_leaves_the_callers_handlers(monkeypatch, arrives_after, sent):
+    """A signal between two `signal.signal` calls (after the first of the two installs, or the first
+    of the two restores) must not leave `_on_stop_signal` installed for whoever runs next."""
+    real = signal.signal
+    seen = []
+    originals = {sig: (lambda signum, frame: seen.append(signum)) for sig in (signal.SIGTERM, signal.SIGINT)}
+    saved = {sig: real(sig, handler) for sig, handler in originals.items()}
+    calls = []
+
+    def interrupted(sig, handler):
+        old = real(sig, handler)
+        calls.append(sig)
+        if len(calls) == arrives_after:
+            os.kill(os.getpid(), sent)      # by then, `_on_stop_signal` is the handler of `sent`
+        return old
+
+    monkeypatch.setattr(signal, "signal", interrupted)
+    try:
+        with pytest.raises(Stopped) as stop:
+            with _stop_signals():
+                for _ in range(1000):
+                    pass
+        assert stop.value.signum == sent
+        assert {sig: signal.getsignal(sig) for sig in originals} == originals
+        assert seen == []
+    finally:
+        for sig, handler in saved.items():
+            real(sig, handler)
