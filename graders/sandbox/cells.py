@@ -127,14 +127,14 @@ def preload(config):
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
         os.environ[var] = "1"
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    os.environ.setdefault("MPLCONFIGDIR", config["scratch"])
-    os.environ["IPYTHONDIR"] = os.path.join(config["scratch"], "ipython")
+    os.environ.setdefault("MPLCONFIGDIR", config.scratch)
+    os.environ["IPYTHONDIR"] = os.path.join(config.scratch, "ipython")
     import importlib.util
-    spec = importlib.util.spec_from_file_location("_sandbox_transport", config["transport"])
+    spec = importlib.util.spec_from_file_location("_sandbox_transport", config.transport)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     ENCODE = module.encode
-    for name in config.get("preload", ()):
+    for name in config.preload:
         try:
             __import__(name)
         except Exception as exc:  # noqa: BLE001 - a missing optional library is not fatal

@@ -58,16 +58,16 @@ def prepare_layers(config):
     """In the zygote: open libseccomp, compile the allowlist, find the control groups."""
     global SECCOMP, SECCOMP_LIB, SECCOMP_CTX, CGROUPS, CGROUP_PLAN
     probe = {}
-    if config.get("isolate", True):
+    if config.isolate:
         try:
-            SECCOMP = _load_by_path("_sandbox_seccomp", config["seccomp"])
+            SECCOMP = _load_by_path("_sandbox_seccomp", config.seccomp)
             SECCOMP_LIB = SECCOMP.library()
             SECCOMP_CTX = SECCOMP.build(SECCOMP_LIB)
             probe["seccomp"] = True
         except OSError as exc:
             probe["seccomp"], probe["seccomp_error"] = False, str(exc)
     try:
-        CGROUPS = _load_by_path("_sandbox_cgroups", config["cgroups"])
+        CGROUPS = _load_by_path("_sandbox_cgroups", config.cgroups)
         CGROUP_PLAN = CGROUPS.detect()
         probe["control_group"] = "error" not in CGROUP_PLAN
         probe["control_group_detail"] = CGROUPS.describe(CGROUP_PLAN)
@@ -90,13 +90,13 @@ def seccomp_filter():
 
 def simulated(config, layer):
     """Test hook (set by the trusted grader, never by a job): pretend `layer` cannot be applied."""
-    if layer in config.get("fail_layers", ()):
+    if layer in config.fail_layers:
         raise OSError(errno.EPERM, f"{layer} refused (simulated failure)")
 
 
 def probe_isolation(config):
     """Which namespaces this machine lets us create (tried in a throwaway child)."""
-    if not config.get("isolate", True):
+    if not config.isolate:
         return {"namespaces": False, "reason": "isolation switched off by the grader"}
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -148,7 +148,7 @@ def build_root(job, config, uid, layers, strict=False):
             pass
     if layers.get("network_namespace"):
         loopback_up(layers)
-    root = config["mount_root"]
+    root = config.mount_root
     mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
     # private writable places first, so that a bind below one of them stays visible
     for name in ("tmp", WORK.strip("/")):
@@ -158,7 +158,7 @@ def build_root(job, config, uid, layers, strict=False):
               f"size={int(job['limits']['tmp_bytes'])},mode=1777")
     _make_etc(root, uid)
     _make_dev(root, job["limits"])
-    for path in config["binds"]:
+    for path in config.binds:
         _bind(path, root)
     _copy_files(job.get("files", {}), root + WORK, uid)
     os.makedirs(root + "/proc", exist_ok=True)
@@ -339,7 +339,7 @@ def _private_root(setup):
 
 def _working_folder(setup):
     """Not a layer: where the cells run when there is no private root (isolation off or degraded)."""
-    if setup.work is None and setup.uid != os.geteuid() and not setup.config.get("python_world_readable", True):
+    if setup.work is None and setup.uid != os.geteuid() and not setup.config.python_world_readable:
         setup.uid = os.geteuid()   # without a private root, an unprivileged uid could not read Python
         setup.layers["uid_kept"] = "the Python installation is not readable by an unprivileged user"
     if setup.work is None:

@@ -46,16 +46,16 @@ def lease_uid(config):
     machine-wide, not merely within one zygote.
     """
     import fcntl
-    folder = config["lease_dir"]
+    folder = config.lease_dir
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    for slot in range(int(config.get("uid_count", 1 << 16))):
+    for slot in range(config.uid_count):
         fd = os.open(os.path.join(folder, str(slot)), os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
             continue
-        return config["uid_base"] + slot, fd
+        return config.uid_base + slot, fd
     raise OSError(errno.EAGAIN, "no free sandbox uid")
 
 
@@ -67,8 +67,8 @@ def monitor(conn, config):
     except (ValueError, OSError):
         return 1
     limits = job["limits"]
-    isolate = config.get("isolate", True) and job.get("isolate", True)
-    strict = isolate and not config.get("allow_degraded", False)
+    isolate = config.isolate and job.get("isolate", True)
+    strict = isolate and not config.allow_degraded
     layers = {"pid_namespace": False, "subreaper": False}
     fork_at = time.monotonic()
     failed = []
@@ -100,11 +100,11 @@ def monitor(conn, config):
         failed.append(f"control group: {exc}")
     if failed and strict:
         return refuse(conn, layers, failed)
-    uid, lease = (lease_uid(config) if os.geteuid() == 0 and config.get("drop_uid", True)
+    uid, lease = (lease_uid(config) if os.geteuid() == 0 and config.drop_uid
                   else (os.geteuid(), None))
     import shutil
     import tempfile
-    scratch = tempfile.mkdtemp(prefix="chapter-sandbox-", dir=config["scratch"])
+    scratch = tempfile.mkdtemp(prefix="chapter-sandbox-", dir=config.scratch)
     if os.geteuid() == 0:
         os.chown(scratch, uid, uid)
     read_fd, write_fd = os.pipe()

@@ -78,14 +78,15 @@ linux = load("linux")
 layers = load("layers")
 cells = load("cells")
 monitor = load("monitor")
+protocol = load("protocol")
 LAYER_PROBE = {}
 
 
 def zygote(config):
     """Serve one notebook per connection until the grader closes our stdin."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(config["socket"])
-    os.chmod(config["socket"], 0o600)
+    listener.bind(config.socket)
+    os.chmod(config.socket, 0o600)
     listener.listen(64)
     probe = layers.probe_isolation(config)
     probe.update(LAYER_PROBE)
@@ -182,9 +183,9 @@ def leave_when_orphaned():
 
 
 def main():
-    config = json.loads(sys.stdin.buffer.readline())
+    config = protocol.SandboxConfig.from_json(json.loads(sys.stdin.buffer.readline()))
     stop_watching = leave_when_orphaned()
-    for path in config.get("site", ()):
+    for path in config.site:
         if path not in sys.path:
             sys.path.append(path)
     LAYER_PROBE.update(layers.prepare_layers(config))

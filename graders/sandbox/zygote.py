@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from graders.sandbox import linux
+from graders.sandbox.protocol import SandboxConfig, conforms
 from graders.sandbox.tempdirs import owned_tempdir
 
 HERE = Path(__file__).resolve().parent
@@ -81,14 +82,15 @@ class Run:
     finished: bool = False                               # the sandbox said it ran every cell
     expected: frozenset = frozenset()                    # the cell indices the job holds
     ignored: int = 0                                     # sandbox messages refused as malformed or forged
+    refused: list = field(default_factory=list)          # why a monitor message was refused (protocol.conforms)
 
     @property
     def anomaly(self) -> str:
         """One note for the instructor when the sandbox sent messages that were ignored."""
-        if not self.ignored:
-            return ""
-        return (f"the notebook sent {self.ignored} message(s) the grader did not expect (unknown cells, "
-                "repeats or malformed data); they were ignored")
+        notebook = self.ignored - len(self.refused)
+        notes = [f"the notebook sent {notebook} message(s) the grader did not expect (unknown cells, "
+                 "repeats or malformed data); they were ignored"] if notebook > 0 else []
+        return "; ".join(notes + self.refused[:3])
 
 
 def sandbox_binds() -> list[str]:
@@ -187,21 +189,19 @@ class Zygote:
         os.makedirs(scratch)
         os.chmod(scratch, 0o711)
         self.socket_path = os.path.join(self.dir, "zygote.sock")
-        config = {
-            "socket": self.socket_path, "site": site_dirs(), "preload": self.preload,
-            "transport": str(TRANSPORT), "mount_root": os.path.join(self.dir, "root"),
-            "scratch": scratch, "binds": binds, "uid_base": UID_BASE, "isolate": self.isolate,
-            "lease_dir": LEASES, "python_world_readable": self.python_world_readable,
-            "seccomp": str(SECCOMP), "cgroups": str(CGROUPS), "allow_degraded": self.allow_degraded,
-            "fail_layers": self.fail_layers,
-        }
+        config = SandboxConfig(
+            socket=self.socket_path, site=site_dirs(), preload=self.preload, transport=str(TRANSPORT),
+            mount_root=os.path.join(self.dir, "root"), scratch=scratch, binds=binds, uid_base=UID_BASE,
+            isolate=self.isolate, lease_dir=LEASES, python_world_readable=self.python_world_readable,
+            seccomp=str(SECCOMP), cgroups=str(CGROUPS), allow_degraded=self.allow_degraded,
+            fail_layers=self.fail_layers)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
                "HOME": scratch, "PYTHONHASHSEED": "0"}
         self.log = open(os.path.join(self.dir, "zygote.log"), "wb")
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-S", str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.log, env=env, cwd=scratch, start_new_session=True)
-        self.process.stdin.write(json.dumps(config).encode() + b"\n")
+        self.process.stdin.write(config.to_json().encode() + b"\n")
         self.process.stdin.flush()
         return self
 
@@ -352,7 +352,12 @@ def _take(run: Run, line: bytes) -> bool:
     if not isinstance(message, dict):
         return False
     kind = message.get("type")
-    if tag == b"M":   # the monitor: trusted
+    if tag == b"M":   # the monitor: trusted, once it keeps to the format graders/sandbox/protocol.py writes down
+        reason = conforms(message)
+        if reason:
+            run.ignored += 1
+            run.refused.append(f"the monitor's message was refused: {reason}")
+            return False
         if kind == "start":
             run.monitor_layers = {k: message.get(k) for k in ("monitor", "sandbox", "uid")}
             run.monitor_layers.update(message.get("layers") or {})

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from graders.sandbox import worker
+from graders.sandbox.protocol import SandboxConfig
 from graders.sandbox.zygote import Limits, SandboxUnavailable, Zygote, namespaces_permitted
 
 layers = worker.layers
@@ -33,7 +34,9 @@ def recording(monkeypatch, fail=None):
 
 
 def setup(strict=True, isolate=True, group=object()):
-    return layers.Setup({"limits": {}}, {}, os.geteuid(), isolate, strict, "/nowhere", group)
+    config = SandboxConfig(socket="", scratch="", mount_root="", transport="", seccomp="", cgroups="",
+                           lease_dir="", uid_base=0)
+    return layers.Setup({"limits": {}}, config, os.geteuid(), isolate, strict, "/nowhere", group)
 
 
 def test_the_walk_follows_the_list(monkeypatch):
