@@ -139,16 +139,20 @@ def preload(config):
             __import__(name)
         except Exception as exc:  # noqa: BLE001 - a missing optional library is not fatal
             sys.stderr.write(f"sandbox zygote: could not preload {name}: {exc}\n")
-    try:
-        import torch
-        torch.set_num_threads(1)
-    except Exception:  # noqa: BLE001
-        pass
+    # Only what was preloaded is set up here: a course whose notebooks never import torch or
+    # matplotlib does not pay for them. One that a cell imports later is set up then (OMP_NUM_THREADS
+    # holds torch to one thread; MPLBACKEND makes matplotlib's first import the inline backend).
+    if "torch" in sys.modules:
+        try:
+            sys.modules["torch"].set_num_threads(1)
+        except Exception:  # noqa: BLE001
+            pass
     SHELL = make_shell()
-    try:
-        SHELL.run_line_magic("matplotlib", "inline")
-    except Exception as exc:  # noqa: BLE001
-        sys.stderr.write(f"sandbox zygote: no inline matplotlib: {exc}\n")
+    if "matplotlib" in sys.modules:
+        try:
+            SHELL.run_line_magic("matplotlib", "inline")
+        except Exception as exc:  # noqa: BLE001
+            sys.stderr.write(f"sandbox zygote: no inline matplotlib: {exc}\n")
     warm_up()
 
 
