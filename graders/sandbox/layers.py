@@ -20,7 +20,7 @@ from collections import namedtuple
 
 from _sandbox_linux import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUTS, MNT_DETACH,
                             MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC, MS_REMOUNT,
-                            PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG, mount, own_vm_size, pivot_root, prctl,
+                            PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG, mount, own_vm_size, pivot_root, prctl,
                             sethostname, umount, unshare)
 
 WORK = "/home/student"   # the notebook's working directory inside the sandbox
@@ -371,12 +371,52 @@ LAYERS = [
     Layer("rlimits", _rlimits, "always", "rlimits"),
     Layer("seccomp", _seccomp, "isolate", "seccomp allowlist"),
 ]
-# The monitor's own, applied before it forks the sandbox (graders/sandbox/monitor.py).
+
+
+def _subreaper(setup):
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def _pid_namespace(setup):
+    unshare(CLONE_NEWPID)
+
+
+def _make_group(setup):
+    """The notebook's control group, made by the monitor (the sandbox joins it: `_join_group`)."""
+    if "error" in CGROUP_PLAN:
+        raise OSError(errno.ENOTSUP, CGROUP_PLAN["error"])
+    group = CGROUPS.Group(CGROUP_PLAN, f"{CGROUPS.PREFIX}{os.getppid()}-{os.getpid()}")
+    limits = setup.job["limits"]
+    group.create(int(limits["memory_bytes"]), int(limits["processes"]))
+    setup.group = group
+    return CGROUPS.describe(CGROUP_PLAN)
+
+
+# The monitor's own, applied in this order before it forks the sandbox (graders/sandbox/monitor.py):
+# all of them are tried, and with `strict` any failure refuses the run before a sandbox exists.
 MONITOR_LAYERS = [
-    Layer("subreaper", None, "always", "subreaper sweep"),
-    Layer("pid_namespace", None, "isolate", "pid namespace"),
-    Layer("control_group", None, "always", "control group"),
+    Layer("subreaper", _subreaper, "always", "subreaper sweep"),
+    Layer("pid_namespace", _pid_namespace, "isolate", "pid namespace"),
+    Layer("control_group", _make_group, "always", "control group"),
 ]
+
+
+def apply(setup, layer):
+    """Apply one layer where it applies; False (and its failure recorded) when it could not be."""
+    if layer.when == "isolate" and not setup.isolate or layer.when == "group" and setup.group is None:
+        return True
+    if layer.label is None:
+        layer.function(setup)
+        return True
+    try:
+        simulated(setup.config, layer.name)
+        value = layer.function(setup)
+        setup.layers[layer.name] = True if value is None else value
+        return True
+    except (OSError, ValueError) as exc:
+        setup.layers[layer.name + "_error"] = str(exc)
+        setup.failed.append(f"{layer.name.replace('_', ' ')}: {exc}")
+        return False
 
 
 def isolate(setup):
@@ -384,20 +424,8 @@ def isolate(setup):
     degraded mode). With `setup.strict`, the first that fails stops the walk: False, no student code.
     A layer left half-applied (its "<name>_entered" set) stops it in degraded mode too."""
     for layer in LAYERS:
-        if layer.when == "isolate" and not setup.isolate or layer.when == "group" and setup.group is None:
-            continue
-        if layer.label is None:
-            layer.function(setup)
-            continue
-        try:
-            simulated(setup.config, layer.name)
-            value = layer.function(setup)
-            setup.layers[layer.name] = True if value is None else value
-        except (OSError, ValueError) as exc:
-            setup.layers[layer.name + "_error"] = str(exc)
-            setup.failed.append(f"{layer.name.replace('_', ' ')}: {exc}")
-            if setup.strict or setup.layers.get(layer.name + "_entered"):
-                return False
+        if not apply(setup, layer) and (setup.strict or setup.layers.get(layer.name + "_entered")):
+            return False
     return True
 
 

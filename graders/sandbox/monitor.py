@@ -17,8 +17,7 @@ import time
 
 import _sandbox_cells as cells
 import _sandbox_layers as isolation
-from _sandbox_linux import CLONE_NEWPID, PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, alive, children_of, \
-    owned_by, prctl, unshare
+from _sandbox_linux import PR_SET_PDEATHSIG, alive, children_of, owned_by, prctl
 
 def _send(conn, tag, obj):
     try:
@@ -69,35 +68,12 @@ def monitor(conn, config):
     limits = job["limits"]
     isolate = config.isolate and job.get("isolate", True)
     strict = isolate and not config.allow_degraded
-    layers = {"pid_namespace": False, "subreaper": False}
     fork_at = time.monotonic()
-    failed = []
-    try:
-        prctl(PR_SET_CHILD_SUBREAPER, 1)
-        layers["subreaper"] = True
-    except OSError as exc:
-        failed.append(f"subreaper: {exc}")
-    if isolate:
-        try:
-            isolation.simulated(config, "pid_namespace")
-            unshare(CLONE_NEWPID)
-            layers["pid_namespace"] = True
-        except OSError as exc:
-            layers["pid_namespace_error"] = str(exc)
-            failed.append(f"pid namespace: {exc}")
-    group = None
-    try:
-        isolation.simulated(config, "control_group")
-        plan, cgroups = isolation.CGROUP_PLAN, isolation.CGROUPS
-        if "error" in plan:
-            raise OSError(errno.ENOTSUP, plan["error"])
-        group = cgroups.Group(plan, f"{cgroups.PREFIX}{os.getppid()}-{os.getpid()}")
-        group.create(int(limits["memory_bytes"]), int(limits["processes"]))
-        layers["control_group"] = cgroups.describe(plan)
-    except OSError as exc:
-        group = None
-        layers["control_group_error"] = str(exc)
-        failed.append(f"control group: {exc}")
+    setup = isolation.Setup(job, config, None, isolate, strict, None, None)
+    setup.layers.update({"pid_namespace": False, "subreaper": False})
+    for layer in isolation.MONITOR_LAYERS:   # every one is tried: the refusal names all that failed
+        isolation.apply(setup, layer)
+    layers, failed, group = setup.layers, setup.failed, setup.group
     if failed and strict:
         return refuse(conn, layers, failed)
     uid, lease = (lease_uid(config) if os.geteuid() == 0 and config.drop_uid

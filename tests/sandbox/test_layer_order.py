@@ -17,6 +17,7 @@ DECLARED = ["control_group", "mount_namespace", "working_folder", "uid", "rlimit
 def test_the_declared_order():
     assert [layer.name for layer in layers.LAYERS] == DECLARED
     assert [layer.name for layer in layers.MONITOR_LAYERS] == ["subreaper", "pid_namespace", "control_group"]
+    assert all(callable(layer.function) for layer in layers.MONITOR_LAYERS)
 
 
 def recording(monkeypatch, fail=None):
