@@ -23,7 +23,7 @@ import jupytext
 import nbformat
 
 from graders.engine.scratch import assignments, make_course, nbgrader
-from graders.sandbox.zygote import owned_scratch
+from graders.sandbox.tempdirs import owned_scratch
 
 GENERATED = ("release", "solutions")
 

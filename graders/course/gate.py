@@ -33,7 +33,7 @@ from graders.course.build import build
 from graders.course.contract import Chapter
 from graders.course.verify import autograde, warm_engine
 from graders.engine.time_limits import record_measured
-from graders.sandbox.zygote import owned_scratch
+from graders.sandbox.tempdirs import owned_scratch
 
 CACHE = Path(".chapter") / "verdicts.json"
 

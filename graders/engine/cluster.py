@@ -41,7 +41,8 @@ from graders.engine.course_dir import MAX_NOTEBOOK_BYTES, Course
 from graders.engine import task
 from graders.engine.grading import SubmissionResult
 from graders.engine.summary import isolation_warnings
-from graders.sandbox.zygote import Limits, SandboxUnavailable, Zygote, owned_tempdir
+from graders.sandbox.tempdirs import owned_tempdir
+from graders.sandbox.zygote import Limits, SandboxUnavailable, Zygote
 
 PLUGIN = "chapter-sandbox"
 RETRIES = 2                  # a task that raises is tried this many more times

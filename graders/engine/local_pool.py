@@ -30,7 +30,7 @@ MAX_RESULT_BYTES = 1 << 30
 
 def _die_with(parent: int) -> None:
     """Have the kernel kill this process when `parent` dies (or now, if it already has)."""
-    from graders.sandbox.worker import PR_SET_PDEATHSIG, prctl
+    from graders.sandbox.linux import PR_SET_PDEATHSIG, prctl
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:
         os._exit(1)

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from graders.sandbox.zygote import owned_scratch
+from graders.sandbox.tempdirs import owned_scratch
 
 
 def nbgrader(*args: str, cwd: Path, quiet: bool = True) -> subprocess.CompletedProcess:

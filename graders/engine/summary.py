@@ -5,6 +5,7 @@ import os
 from dataclasses import dataclass, field
 
 from graders.engine import feedback
+from graders.sandbox import worker
 from graders.sandbox.zygote import Zygote
 
 
@@ -86,33 +87,15 @@ class Report:
 
     def layers_in_effect(self) -> str:
         """Every isolation layer one sandbox had in force, from the monitor's trusted account
-        (namespaces, uid, seccomp, control group, rlimits), and those that were not."""
+        (namespaces, uid, seccomp, control group, rlimits), and those that were not, in the order of
+        `LAYERS` (graders/sandbox/layers.py)."""
         for result in self.results.values():
             for nb in result.notebooks:
                 monitor, sandbox = nb.layers.get("monitor") or {}, nb.layers.get("sandbox") or {}
                 if not monitor and not sandbox:
                     continue
                 layers = {**sandbox, **monitor}   # the monitor's copy wins: it was sent before student code
-                names = [name.replace("_", " ") for name in
-                         ("pid_namespace", "mount_namespace", "network_namespace", "ipc_namespace",
-                          "uts_namespace", "pivot_root", "read_only_root", "no_new_privs")
-                         if layers.get(name) is True]
-                uid = layers.get("uid")
-                if isinstance(uid, int) and not isinstance(uid, bool):
-                    names.append(f"uid {uid}" + (" (root!)" if uid == 0 else ""))
-                if layers.get("seccomp") is True:
-                    names.append("seccomp allowlist")
-                group = layers.get("control_group")
-                if group:
-                    names.append(f"control group ({group})" if isinstance(group, str) else "control group")
-                if layers.get("rlimits") is True:
-                    names.append("rlimits")
-                if layers.get("subreaper"):
-                    names.append("subreaper sweep")
-                missing = sorted(key[:-len("_error")].replace("_", " ") for key in layers if key.endswith("_error"))
-                if missing:
-                    names.append("NOT in force (degraded mode): " + ", ".join(missing))
-                return ", ".join(names)
+                return ", ".join(worker.layers.in_effect(layers))   # named and ordered by LAYERS
         return ""
 
 

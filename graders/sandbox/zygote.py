@@ -10,7 +10,6 @@ per-cell outputs and answers, as untrusted plain data, plus the monitor's own
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import select
@@ -24,6 +23,10 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from graders.sandbox import linux
+from graders.sandbox.protocol import SandboxConfig, conforms
+from graders.sandbox.tempdirs import owned_tempdir
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker.py"
@@ -79,14 +82,15 @@ class Run:
     finished: bool = False                               # the sandbox said it ran every cell
     expected: frozenset = frozenset()                    # the cell indices the job holds
     ignored: int = 0                                     # sandbox messages refused as malformed or forged
+    refused: list = field(default_factory=list)          # why a monitor message was refused (protocol.conforms)
 
     @property
     def anomaly(self) -> str:
         """One note for the instructor when the sandbox sent messages that were ignored."""
-        if not self.ignored:
-            return ""
-        return (f"the notebook sent {self.ignored} message(s) the grader did not expect (unknown cells, "
-                "repeats or malformed data); they were ignored")
+        notebook = self.ignored - len(self.refused)
+        notes = [f"the notebook sent {notebook} message(s) the grader did not expect (unknown cells, "
+                 "repeats or malformed data); they were ignored"] if notebook > 0 else []
+        return "; ".join(notes + self.refused[:3])
 
 
 def sandbox_binds() -> list[str]:
@@ -140,98 +144,15 @@ def check_hidden(paths: list[str], secrets: list[Path]) -> None:
 
 def namespaces_permitted() -> bool:
     """Can this process create the namespaces a sandbox needs? (tried in a throwaway child)"""
-    import ctypes
-    import ctypes.util
     pid = os.fork()
     if pid == 0:
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-            flags = 0x20000000 | 0x00020000 | 0x40000000   # NEWPID | NEWNS | NEWNET
-            os._exit(0 if libc.unshare(flags) == 0 else 1)
+            linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWNS | linux.CLONE_NEWNET)
+            os._exit(0)
         except BaseException:  # noqa: BLE001
             os._exit(1)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status) == 0
-
-
-def _identity(pid: int) -> str | None:
-    """`pid` and its start time (clock ticks since boot), which no later process with the same pid shares."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-        return f"{pid}.{int(stat[stat.rfind(b')') + 2:].split()[19])}"
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-OWNER_FILE = ".owner"
-
-
-def owned_tempdir(prefix: str) -> str:
-    """A new private folder in the temp directory, with its owner (pid and start time) written
-    in it, in `.owner`. (The name stays short: a folder deep in the temp directory must still
-    leave room for the zygote's socket path, at most 107 bytes.)
-
-    Folders of the same prefix whose owner is gone (killed with SIGKILL, say, so that it
-    never removed its own) are removed first.
-    """
-    sweep_stale(prefix)
-    path = tempfile.mkdtemp(prefix=prefix)
-    with open(os.path.join(path, OWNER_FILE + ".new"), "w") as fh:
-        fh.write(_identity(os.getpid()) or "")
-    os.replace(os.path.join(path, OWNER_FILE + ".new"), os.path.join(path, OWNER_FILE))  # read whole or not at all
-    return path
-
-
-@contextlib.contextmanager
-def owned_scratch(prefix: str):
-    """`tempfile.TemporaryDirectory` as an `owned_tempdir`: removed on the way out, and by the
-    next one of the same prefix if its owner was killed before it could remove it."""
-    path = owned_tempdir(prefix)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def owner_of(path: str) -> str | None:
-    """The `pid.start-time` written in an `owned_tempdir` folder, or None (not one, or not yet)."""
-    try:
-        with open(os.path.join(path, OWNER_FILE)) as fh:
-            owner = fh.read(64).strip()
-    except OSError:
-        return None
-    return owner if owner.count(".") == 1 else None
-
-
-def sweep_stale(prefix: str, folder: str | None = None) -> list[str]:
-    """Remove this user's `owned_tempdir(prefix)` folders whose owning process no longer runs.
-    A folder without an owner file (an older one, or one whose owner is writing it now) is left."""
-    folder = folder or tempfile.gettempdir()
-    removed = []
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return removed
-    for entry in entries:
-        if not entry.name.startswith(prefix):
-            continue
-        try:
-            if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
-                continue
-        except OSError:
-            continue
-        owner = owner_of(entry.path)
-        if owner is None:
-            continue
-        try:
-            pid = int(owner.split(".", 1)[0])
-        except ValueError:
-            continue
-        if _identity(pid) != owner:
-            shutil.rmtree(entry.path, ignore_errors=True)
-            removed.append(entry.path)
-    return removed
 
 
 class Zygote:
@@ -268,21 +189,19 @@ class Zygote:
         os.makedirs(scratch)
         os.chmod(scratch, 0o711)
         self.socket_path = os.path.join(self.dir, "zygote.sock")
-        config = {
-            "socket": self.socket_path, "site": site_dirs(), "preload": self.preload,
-            "transport": str(TRANSPORT), "mount_root": os.path.join(self.dir, "root"),
-            "scratch": scratch, "binds": binds, "uid_base": UID_BASE, "isolate": self.isolate,
-            "lease_dir": LEASES, "python_world_readable": self.python_world_readable,
-            "seccomp": str(SECCOMP), "cgroups": str(CGROUPS), "allow_degraded": self.allow_degraded,
-            "fail_layers": self.fail_layers,
-        }
+        config = SandboxConfig(
+            socket=self.socket_path, site=site_dirs(), preload=self.preload, transport=str(TRANSPORT),
+            mount_root=os.path.join(self.dir, "root"), scratch=scratch, binds=binds, uid_base=UID_BASE,
+            isolate=self.isolate, lease_dir=LEASES, python_world_readable=self.python_world_readable,
+            seccomp=str(SECCOMP), cgroups=str(CGROUPS), allow_degraded=self.allow_degraded,
+            fail_layers=self.fail_layers)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
                "HOME": scratch, "PYTHONHASHSEED": "0"}
         self.log = open(os.path.join(self.dir, "zygote.log"), "wb")
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-S", str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self.log, env=env, cwd=scratch, start_new_session=True)
-        self.process.stdin.write(json.dumps(config).encode() + b"\n")
+        self.process.stdin.write(config.to_json().encode() + b"\n")
         self.process.stdin.flush()
         return self
 
@@ -433,7 +352,12 @@ def _take(run: Run, line: bytes) -> bool:
     if not isinstance(message, dict):
         return False
     kind = message.get("type")
-    if tag == b"M":   # the monitor: trusted
+    if tag == b"M":   # the monitor: trusted, once it keeps to the format graders/sandbox/protocol.py writes down
+        reason = conforms(message)
+        if reason:
+            run.ignored += 1
+            run.refused.append(f"the monitor's message was refused: {reason}")
+            return False
         if kind == "start":
             run.monitor_layers = {k: message.get(k) for k in ("monitor", "sandbox", "uid")}
             run.monitor_layers.update(message.get("layers") or {})

@@ -406,7 +406,7 @@ def test_a_worker_with_other_grader_code_refuses(tmp_path):
 
 def _folders_of(pid: int) -> list[Path]:
     """The scratch folders that process `pid` made and owns (its zygote's and its staging folder)."""
-    from graders.sandbox.zygote import owner_of
+    from graders.sandbox.tempdirs import owner_of
     tmp = Path(tempfile.gettempdir())
     return sorted(p for prefix in ("chapter-zygote-", "chapter-staging-") for p in tmp.glob(prefix + "*")
                   if (owner_of(str(p)) or "").split(".")[0] == str(pid))

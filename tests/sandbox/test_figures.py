@@ -29,3 +29,14 @@ def test_figures_drawn_only_leave_out_the_image_and_nothing_else():
     assert all("text/plain" in m for m in mimes(drawn))          # the figure is still displayed, as text
     assert drawn.cells[1]["answers"] == rendered.cells[1]["answers"]
     assert drawn.cells[1]["answers"]["lines"] == 1
+
+
+@pytest.mark.skipif(not namespaces_permitted(), reason="needs namespaces")
+def test_a_zygote_that_did_not_preload_matplotlib_still_shows_a_notebooks_figure():
+    """The light preload: a course's zygote imports only what its notebooks use; a cell that imports
+    matplotlib anyway gets the inline backend, and its figure, on first import."""
+    with Zygote(preload=("IPython",)) as zygote:
+        run = zygote.run(JOB, LIMITS)
+    assert not run.cells[0]["raised"], run.cells[0]["outputs"]
+    assert any("image/png" in m for m in mimes(run))
+    assert run.cells[1]["answers"]["lines"] == 1

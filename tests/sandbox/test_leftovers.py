@@ -6,7 +6,7 @@ import shutil
 import signal
 from pathlib import Path
 
-from graders.sandbox.zygote import owned_tempdir, owner_of, sweep_stale
+from graders.sandbox.tempdirs import owned_tempdir, owner_of, sweep_stale
 
 PREFIX = "chapter-leftover-test-"
 
@@ -110,7 +110,7 @@ def test_a_zygote_whose_grader_is_killed_while_it_preloads_ends_at_once(tmp_path
 def test_owned_scratch_is_removed_on_the_way_out_and_swept_after_a_kill(tmp_path, monkeypatch):
     """The gate's, the build's and the registration's scratch courses: gone when the block ends
     (an error included), and the folder of one killed inside the block goes with the next one."""
-    from graders.sandbox.zygote import owned_scratch
+    from graders.sandbox.tempdirs import owned_scratch
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     import tempfile
     monkeypatch.setattr(tempfile, "tempdir", None)

@@ -1,0 +1,54 @@
+"""graders/sandbox/linux.py's parsing of /proc, on text (and one check against this process's own)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from graders.sandbox import linux
+
+
+def test_stat_fields_cut_at_the_last_parenthesis():
+    line = b"4242 (evil) 1 2 (name) S 17 4242 4242 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 987654 0 0\n"
+    fields = linux.stat_fields(line)
+    assert fields[0] == b"S" and fields[1] == b"17" and fields[19] == b"987654"
+
+
+def test_a_line_without_a_name_is_refused():
+    with pytest.raises(ValueError):
+        linux.stat_fields(b"4242 S 17")
+
+
+def test_identity_is_the_pid_and_its_start_time():
+    me = linux.identity(os.getpid())
+    with open(f"/proc/{os.getpid()}/stat", "rb") as fh:
+        start = fh.read().rsplit(b")", 1)[1].split()[19].decode()
+    assert me == f"{os.getpid()}.{start}"
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert linux.identity(child.pid) is None or linux.identity(child.pid) != f"{child.pid}.{start}"
+
+
+def test_a_zombie_is_not_alive():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)   # exited, not yet reaped: a zombie
+    try:
+        assert not linux.alive(child.pid)
+        assert linux.alive(os.getpid())
+        assert child.pid in linux.children_of(os.getpid())
+    finally:
+        child.wait()
+    assert child.pid not in linux.children_of(os.getpid())
+
+
+def test_vm_size_reads_kilobytes_as_bytes():
+    status = "Name:\tpython\nVmPeak:\t  999 kB\nVmSize:\t  2048 kB\nVmRSS:\t 10 kB\n"
+    assert linux.vm_size(status) == 2048 * 1024
+    assert linux.vm_size("Name:\tkthreadd\n") == 0
+    assert linux.own_vm_size() > 0
+
+
+def test_pivot_root_without_a_number_is_refused(monkeypatch):
+    monkeypatch.setattr(linux, "SYS_PIVOT_ROOT", None)
+    with pytest.raises(OSError, match="unknown syscall number"):
+        linux.pivot_root("/nonexistent", "/nonexistent/.old")
