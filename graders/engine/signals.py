@@ -43,11 +43,11 @@ def stop_signals():
         return
     before = {}
     try:
-        with _uninterrupted():    # a stop between two handler changes waits until both are made
+        with uninterrupted():    # a stop between two handler changes waits until both are made
             for sig in (signal.SIGTERM, signal.SIGINT):
                 before[sig] = signal.signal(sig, _on_stop_signal)
         yield
     finally:
-        with _uninterrupted():
+        with uninterrupted():
             for sig, handler in before.items():
                 signal.signal(sig, handler)

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from graders.engine import signals
-from graders.engine.signals import Stopped, _on_stop_signal, _stop_signals, _uninterrupted
+from graders.engine.signals import Stopped, _on_stop_signal, stop_signals, uninterrupted
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +29,7 @@ def test_a_stop_outside_recording_stops_at_once():
 def test_a_stop_while_recording_waits_for_the_end_of_the_block():
     done = []
     with pytest.raises(Stopped) as stop:
-        with _uninterrupted():
+        with uninterrupted():
             _on_stop_signal(signal.SIGINT, None)
             done.append("journal")
             done.append("gradebook")
@@ -39,8 +39,8 @@ def test_a_stop_while_recording_waits_for_the_end_of_the_block():
 def test_nested_blocks_stop_only_when_the_outer_one_ends():
     done = []
     with pytest.raises(Stopped):
-        with _uninterrupted():
-            with _uninterrupted():
+        with uninterrupted():
+            with uninterrupted():
                 _on_stop_signal(signal.SIGTERM, None)
             done.append("after the inner block")
     assert done == ["after the inner block"]
@@ -48,7 +48,7 @@ def test_nested_blocks_stop_only_when_the_outer_one_ends():
 
 def test_the_last_of_two_stops_is_the_one_reported():
     with pytest.raises(Stopped) as stop:
-        with _uninterrupted():
+        with uninterrupted():
             _on_stop_signal(signal.SIGINT, None)
             _on_stop_signal(signal.SIGTERM, None)
     assert stop.value.signum == signal.SIGTERM
@@ -56,14 +56,14 @@ def test_the_last_of_two_stops_is_the_one_reported():
 
 def test_a_failure_inside_the_block_with_a_stop_pending_still_stops_and_keeps_the_failure():
     with pytest.raises(Stopped) as stop:
-        with _uninterrupted():
+        with uninterrupted():
             _on_stop_signal(signal.SIGTERM, None)
             raise OSError("the disk is full")
     assert isinstance(stop.value.__context__, OSError)
 
 
 def test_a_block_without_a_stop_ends_quietly():
-    with _uninterrupted():
+    with uninterrupted():
         pass
 
 
@@ -71,7 +71,7 @@ def test_real_signals_are_turned_into_stopped_and_the_handlers_put_back():
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     for sig in (signal.SIGTERM, signal.SIGINT):
         with pytest.raises(Stopped) as stop:
-            with _stop_signals():
+            with stop_signals():
                 assert signal.getsignal(sig) is _on_stop_signal
                 os.kill(os.getpid(), sig)
                 for _ in range(1000):       # the handler runs between bytecodes
@@ -83,8 +83,8 @@ def test_real_signals_are_turned_into_stopped_and_the_handlers_put_back():
 def test_a_real_signal_while_recording_lets_the_recording_finish():
     done = []
     with pytest.raises(Stopped):
-        with _stop_signals():
-            with _uninterrupted():
+        with stop_signals():
+            with uninterrupted():
                 os.kill(os.getpid(), signal.SIGTERM)
                 for _ in range(1000):
                     pass
@@ -97,7 +97,7 @@ def test_outside_the_main_thread_the_handlers_are_left_alone():
     seen = []
 
     def run():
-        with _stop_signals():
+        with stop_signals():
             seen.append(signal.getsignal(signal.SIGTERM))
 
     before = signal.getsignal(signal.SIGTERM)
@@ -128,7 +128,7 @@ def test_a_stop_while_the_handlers_change_still_leaves_the_callers_handlers(monk
     monkeypatch.setattr(signal, "signal", interrupted)
     try:
         with pytest.raises(Stopped) as stop:
-            with _stop_signals():
+            with stop_signals():
                 for _ in range(1000):
                     pass
         assert stop.value.signum == sent

@@ -12,7 +12,7 @@ from nbgrader.api import MissingEntry
 
 from graders.engine import snapshot
 from graders.engine.course_dir import InstructorNotebook
-from graders.engine.snapshot import _Snapshot, _why_broken, read_submission
+from graders.engine.snapshot import _Snapshot, why_broken, read_submission
 
 NOTEBOOK = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}
 
@@ -22,7 +22,7 @@ def why(path) -> str:
     try:
         read_submission(path)
     except Exception as exc:  # noqa: BLE001 - as grading catches it
-        return _why_broken(exc)
+        return why_broken(exc)
     return ""
 
 
@@ -75,9 +75,9 @@ def test_a_notebook_nested_too_deep_scores_zero_with_a_reason(tmp_path):
 
 
 def test_why_broken_passes_its_own_reasons_through_and_names_the_rest():
-    assert _why_broken(ValueError("the notebook is larger than 50 MB")) == "the notebook is larger than 50 MB"
-    assert _why_broken(KeyError("cells")) == "the notebook could not be read as an nbgrader notebook (KeyError)"
-    assert "not valid JSON" in _why_broken(json.JSONDecodeError("x", "", 0))
+    assert why_broken(ValueError("the notebook is larger than 50 MB")) == "the notebook is larger than 50 MB"
+    assert why_broken(KeyError("cells")) == "the notebook could not be read as an nbgrader notebook (KeyError)"
+    assert "not valid JSON" in why_broken(json.JSONDecodeError("x", "", 0))
 
 
 # ------------------------------------------------------------------------------ the gradebook's stand-in
