@@ -1,0 +1,33 @@
+"""`chapter autograde`'s zygote preloads what the assignment's own notebooks import, not every library."""
+import json
+
+from graders.engine.autograde import _preload
+from graders.sandbox.zygote import PRELOAD
+
+
+def notebook(path, *sources):
+    cells = [{"cell_type": "code", "metadata": {}, "source": s, "outputs": [], "execution_count": None}
+             for s in sources]
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+
+
+def test_an_assignment_without_torch_does_not_preload_it(tmp_path):
+    folder = tmp_path / "source" / "light"
+    folder.mkdir(parents=True)
+    notebook(folder / "a.ipynb", "import numpy as np\nx = np.arange(3)")
+    notebook(folder / "b.ipynb", "from sympy import symbols")
+    chosen = _preload(tmp_path, "light")
+    assert "torch" not in chosen and "matplotlib" not in " ".join(chosen)
+    assert {"numpy", "sympy", "IPython"} <= set(chosen)
+    assert set(chosen) < set(PRELOAD)
+
+
+def test_an_assignment_that_imports_torch_preloads_it(tmp_path):
+    folder = tmp_path / "source" / "heavy"
+    folder.mkdir(parents=True)
+    notebook(folder / "a.ipynb", "import torch")
+    assert "torch" in _preload(tmp_path, "heavy")
+
+
+def test_without_a_source_to_read_everything_is_preloaded(tmp_path):
+    assert _preload(tmp_path, "nowhere") == PRELOAD
