@@ -150,6 +150,12 @@ def cmd_autograde(args) -> int:
     report = autograde(root, args.assignment, workers=args.workers, limits=limits, force=args.force,
                        progress=not args.no_progress, isolate=not args.no_isolation, scheduler=args.scheduler,
                        allow_degraded=args.allow_degraded)
+    from graders.course.deadlines import DeadlineError, load
+    try:   # nbgrader's late-penalty plugin reads it too, but only into a log nobody sees
+        load(root)
+    except DeadlineError as error:
+        print(f"LATE PENALTIES NOT GIVEN: {error}; fix deadlines.toml, then run `chapter deadlines` "
+              "(`chapter export` refuses until then)", file=sys.stderr)
     return 1 if report.failed else 0
 
 

@@ -114,6 +114,22 @@ def test_malformed_file_is_a_clear_message_and_changes_nothing(course, capsys, t
     assert penalties(course) == before
 
 
+def test_autograde_says_when_the_file_keeps_penalties_from_being_given(course, capsys, monkeypatch):
+    """nbgrader's plugin can only log a malformed deadlines.toml; `chapter autograde` says it."""
+    from types import SimpleNamespace
+
+    from graders.cli import main
+    from graders.engine import autograde
+    monkeypatch.setattr(autograde, "autograde", lambda *args, **kwargs: SimpleNamespace(failed={}))
+    (course / dl.FILE).write_text(POLICY)
+    assert main(["autograde", "hw1", "--course", str(course)]) == 0
+    assert "LATE PENALTIES NOT GIVEN" not in capsys.readouterr().err
+    (course / dl.FILE).write_text("[dues]\n")
+    assert main(["autograde", "hw1", "--course", str(course)]) == 0
+    err = capsys.readouterr().err
+    assert "LATE PENALTIES NOT GIVEN" in err and "unknown key" in err
+
+
 def test_cli_prints_what_changed(course, capsys):
     from graders.cli import main
     (course / dl.FILE).write_text(POLICY)
