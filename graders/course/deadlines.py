@@ -170,13 +170,8 @@ def load(root: Path) -> Policy | None:
 
 def gradebook_of(root: Path):
     """(db_url, course_id) of the course at `root`, as its nbgrader_config.py says."""
-    from nbgrader.coursedir import CourseDirectory
-
-    from graders.engine.course_dir import load_config
-    config = load_config(Path(root))
-    coursedir = CourseDirectory(config=config)
-    if not config.CourseDirectory.get("root"):
-        coursedir.root = str(root)
+    from graders.engine.course_dir import course_directory
+    coursedir = course_directory(Path(root))
     return coursedir.db_url, coursedir.course_id
 
 

@@ -138,15 +138,10 @@ def read_answers(root, assignment: str) -> Answers:
     """The answer cells of `assignment` in the course at `root`, where nbgrader's configuration puts them."""
     from types import SimpleNamespace
 
-    from nbgrader.coursedir import CourseDirectory
-
-    from graders.engine.course_dir import discover, load_config
+    from graders.engine.course_dir import course_directory, discover
     from graders.variants import variant_for
     root = Path(root).resolve()
-    config = load_config(root)
-    coursedir = CourseDirectory(config=config)
-    if not config.CourseDirectory.get("root"):
-        coursedir.root = str(root)
+    coursedir = course_directory(root)
     excluded = [s for s in (coursedir.student_id_exclude or "").split(",") if s]
     answers = Answers(assignment)
     release = Path(coursedir.format_path(coursedir.release_directory, ".", assignment))

@@ -81,14 +81,22 @@ def exchange_root(root: Path, config=None) -> Path:
     return Path(config.Exchange.get("root", "/srv/nbgrader/exchange"))
 
 
-def load_course(root: Path, assignment: str, config=None) -> Course:
-    from nbgrader.api import Gradebook, MissingEntry
+def course_directory(root: Path, config=None):
+    """nbgrader's CourseDirectory of the course at `root`, as its nbgrader_config.py says (the
+    folder itself is the course's root unless the config names another)."""
     from nbgrader.coursedir import CourseDirectory
-    root = Path(root).resolve()
-    config = config if config is not None else load_config(root)
+    config = config if config is not None else load_config(Path(root))
     coursedir = CourseDirectory(config=config)
     if not config.CourseDirectory.get("root"):
         coursedir.root = str(root)
+    return coursedir
+
+
+def load_course(root: Path, assignment: str, config=None) -> Course:
+    from nbgrader.api import Gradebook, MissingEntry
+    root = Path(root).resolve()
+    config = config if config is not None else load_config(root)
+    coursedir = course_directory(root, config)
     fmt = lambda step: coursedir.format_path(step, "{student}", assignment)  # noqa: E731
     notebooks = {}
     with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
