@@ -171,7 +171,14 @@ def cmd_serve(args) -> int:
                 print(f"{assignment}  {student:<16} {attempt.timestamp:<34} {attempt.state:<8} {score:>9}  "
                       f"{attempt.why[:80]}")
         return 0
-    service = Service(root, args.assignment, workers=args.workers, poll=args.poll, out=sys.stdout)
+    from graders.course.deadlines import OwnDueDates
+    own_due = OwnDueDates(root)
+    problem = own_due.refresh()
+    if problem:
+        raise SystemExit(f"chapter serve: {problem}\nFix deadlines.toml: the attempt that counts depends on "
+                         "each student's due date.")
+    service = Service(root, args.assignment, workers=args.workers, poll=args.poll, out=sys.stdout,
+                      own_due=own_due)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: service.stop())
     service.run()

@@ -168,6 +168,43 @@ def load(root: Path) -> Policy | None:
     return parse(text, str(path))
 
 
+class OwnDueDates:
+    """Each student's own due date (extension included) as deadlines.toml says, reread whenever
+    the file changes: `chapter serve` counts the last attempt before it.
+
+    `refresh()` rereads a changed file and returns the problem in one line when the new version is
+    unusable; the last good version then stays in force. Called with (assignment, student), it
+    gives that student's due date, or None when the file gives the assignment none.
+    """
+
+    def __init__(self, root: Path):
+        self.path = Path(root) / FILE
+        self.policy: Policy | None = None
+        self._seen = ()
+
+    def refresh(self) -> str | None:
+        try:
+            st = self.path.stat()
+            seen = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except FileNotFoundError:
+            seen = None
+        except OSError as error:
+            return f"cannot read {self.path}: {error}"
+        if seen == self._seen:
+            return None
+        try:
+            self.policy = load(self.path.parent)
+        except DeadlineError as error:
+            return str(error)
+        self._seen = seen
+        return None
+
+    def __call__(self, assignment: str, student: str) -> datetime | None:
+        if self.policy is None or assignment not in self.policy.due:
+            return None
+        return self.policy.due[assignment] + self.policy.extensions.get((assignment, student), timedelta(0))
+
+
 def gradebook_of(root: Path):
     """(db_url, course_id) of the course at `root`, as its nbgrader_config.py says."""
     from graders.engine.course_dir import course_directory

@@ -243,7 +243,12 @@ class Service:
     poll: bool = False
     isolate: bool = True
     out: object = None
+    # (assignment, student) -> that student's own due date or None, with refresh() -> problem or
+    # None: the course's deadlines.toml (graders.course.deadlines.OwnDueDates). Without it, or
+    # for an assignment it gives no date, the gradebook's due date counts.
+    own_due: object = None
     _stopping: bool = field(default=False, init=False)
+    _due_problem: str | None = field(default=None, init=False)
 
     def stop(self) -> None:
         self._stopping = True
@@ -472,13 +477,26 @@ class Service:
         shared.atomic_write(journal.result_path(student, job.folder), json.dumps(result.to_json()).encode())
         attempts = self._set(job, state="graded", score=score, max_score=most, finished=time.time(),
                              why=feedback_error or "")
-        stands = counted(attempts, self.policy, self.duedates[job.assignment])
+        stands = counted(attempts, self.policy, self._due(job.assignment, student))
         if stands is not None and stands.folder != job.folder:
             self._restore(gb, job, stands)
         self._give_back()   # what it wrote stays the instructor's
         self.say(f"{student} {job.assignment}: {score:g}/{most:g} in {took:.1f} s"
                  + (f" (the attempt of {stands.timestamp} stands)" if stands and stands.folder != job.folder else "")
                  + (f"; feedback failed: {feedback_error}" if feedback_error else ""))
+
+    def _due(self, assignment: str, student: str):
+        """The student's own due date: deadlines.toml's (extension included), else the gradebook's."""
+        if self.own_due is not None:
+            problem = self.own_due.refresh()
+            if problem != self._due_problem and problem:
+                self.say(f"deadlines.toml NOT APPLIED: {problem}; attempts count by its last good version "
+                         "until it is fixed")
+            self._due_problem = problem
+            own = self.own_due(assignment, student)
+            if own is not None:
+                return own
+        return self.duedates[assignment]
 
     def _restore(self, gb, job: _Job, stands: Attempt) -> None:
         """Put the attempt that counts back in the gradebook and autograded/ (the feedback is released)."""

@@ -202,3 +202,45 @@ def test_export_waits_for_the_policy(course, capsys):
     (course / dl.FILE).write_text("[penalty\n")
     assert main(["export", "hw1", "--course", str(course)]) == 2
     assert "not valid TOML" in capsys.readouterr().err
+
+
+def test_serve_counts_by_each_students_own_due_date(tmp_path):
+    """`chapter serve` counts the last attempt before the student's OWN due date (extension
+    included), follows edits of deadlines.toml, and keeps the last good version of a broken one."""
+    import io
+
+    from graders.engine import serve
+    (tmp_path / dl.FILE).write_text('[due]\nworked = 2026-03-03T00:00:00Z\n'
+                                    '[extensions.worked]\nann = { hours = 48 }\n')
+    own = dl.OwnDueDates(tmp_path)
+    assert own.refresh() is None
+    out = io.StringIO()
+    service = serve.Service(tmp_path, ["worked"], out=out, own_due=own)
+    service.duedates = {"worked": None, "other": datetime(2026, 1, 1)}
+    attempts = [serve.Attempt("a", "2026-03-02 10:00:00.000000 UTC", state="graded", score=1.0),
+                serve.Attempt("b", "2026-03-04 10:00:00.000000 UTC", state="graded", score=1.0)]
+    policy = serve.Policy(counts="last")
+    assert serve.counted(attempts, policy, service._due("worked", "bo")).folder == "a"
+    assert serve.counted(attempts, policy, service._due("worked", "ann")).folder == "b"
+    assert service._due("other", "ann") == datetime(2026, 1, 1)     # none in the file: the gradebook's
+
+    import os
+    (tmp_path / dl.FILE).write_text('[due]\nworked = 2026-03-05T00:00:00Z\n')   # moved; no extension
+    os.utime(tmp_path / dl.FILE, ns=(1, 1))
+    assert service._due("worked", "bo") == datetime(2026, 3, 5)
+    (tmp_path / dl.FILE).write_text('[due]\nworked = "soon"\n')
+    assert service._due("worked", "bo") == datetime(2026, 3, 5)                 # the last good version
+    assert "deadlines.toml NOT APPLIED" in out.getvalue() and "soon" in out.getvalue()
+    (tmp_path / dl.FILE).unlink()
+    assert service._due("worked", "bo") is None                                 # back to the gradebook's
+
+
+def test_serve_will_not_start_on_a_broken_deadlines_file(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from graders.course import commands, contract
+    (tmp_path / dl.FILE).write_text("[due]\nworked = 3\n")
+    monkeypatch.setattr(contract, "course_root", lambda course: tmp_path)
+    args = SimpleNamespace(course=None, history=False, assignment=["worked"], workers=1, poll=True)
+    with pytest.raises(SystemExit, match="attempt that counts"):
+        commands.cmd_serve(args)
