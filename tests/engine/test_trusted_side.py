@@ -294,6 +294,24 @@ def test_a_cluster_task_past_its_limit_is_reported_not_retried(monkeypatch):
     assert kind == "not_graded" and "longer than 2 s" in why
 
 
+def test_code_digest_tells_a_file_name_from_its_contents(tmp_path, monkeypatch):
+    """A library whose one file holds another's name and text is not the library of the two files."""
+    one = {"a.py": b"x = 1\n", "b.py": b"y = 2\n"}
+    two = {"a.py": b"x = 1\nb.pyy = 2\n"}          # unseparated, both read "a.pyx = 1\nb.pyy = 2\n"
+    seen = []
+    for files in (one, two):
+        library = tmp_path / str(len(seen))
+        library.mkdir()
+        for name, text in files.items():
+            (library / name).write_bytes(text)
+        monkeypatch.setattr(digest, "GRADER_FILES", library)
+        digest.code_digest.cache_clear()
+        seen.append(digest.code_digest())
+    monkeypatch.undo()
+    digest.code_digest.cache_clear()
+    assert seen[0] != seen[1]
+
+
 def test_changing_an_imported_problem_module_regrades(tmp_path, monkeypatch):
     """p1 shares its loss-scaling code with e05: editing problems/common/loss_scaling.py changes the practice
     assignment's fingerprint."""
