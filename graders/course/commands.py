@@ -192,7 +192,8 @@ def cmd_report(args) -> int:
     root = contract.course_root(args.course)
     written = build_report(root, args.assignment, out=Path(args.out).resolve() if args.out else None)
     print(written.text)
-    print(f"\nreport: {written.html}\nCSV: {written.checks_csv} {written.mistakes_csv} {written.items_csv}")
+    print(f"\nreport: {written.html}\nCSV: {written.checks_csv} {written.mistakes_csv} {written.items_csv}"
+          + (f" {written.deadlines_csv}" if written.deadlines_csv else ""))
     from graders.course.similarity import build_similarity, summary
     alike = build_similarity(root, args.assignment, written.html.parent)
     print(f"\n{summary(alike.result)}\nsimilarity: {alike.html}\nCSV: {alike.csv}")

@@ -20,14 +20,16 @@ hw1 = 2026-11-20T17:00:00Z
 """
 
 
+# due 2026-11-20 17:00 (synthetic_gradebook.DUE): ann 30 h late, bo 30 h late, cy on time
+NOTEBOOKS = {"hw1": {"nb": [4, 4]}}
+CLASS = {("ann", "hw1"): {"scores": {"nb": [4, 4]}, "late_hours": 30},
+         ("bo", "hw1"): {"scores": {"nb": [2, 2]}, "late_hours": 30},
+         ("cy", "hw1"): {"scores": {"nb": [4, 0]}}}
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    # due 2026-11-20 17:00 (synthetic_gradebook.DUE): ann 30 h late, bo 30 h late, cy on time
-    return built_once(tmp_path_factory, {"hw1": {"nb": [4, 4]}}, {
-        ("ann", "hw1"): {"scores": {"nb": [4, 4]}, "late_hours": 30},
-        ("bo", "hw1"): {"scores": {"nb": [2, 2]}, "late_hours": 30},
-        ("cy", "hw1"): {"scores": {"nb": [4, 0]}},
-    })
+    return built_once(tmp_path_factory, NOTEBOOKS, CLASS)
 
 
 @pytest.fixture

@@ -50,6 +50,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from graders.course.report import lateness
 from graders.course.report.data import MIN_CLASS, MIN_VARIANT, ClassData, Item, collect
 from graders.course.report.render import (MANUAL_COLUMNS, OVERVIEW_COLUMNS, RULES, VARIANT_COLUMNS, _manual_rows,
                                           _write_csv, figures, render_html, render_text)
@@ -73,6 +74,7 @@ class Written:
     seconds: dict
     tables: list
     items_csv: Path | None = None
+    deadlines_csv: Path | None = None       # written when the assignment has a due date
 
 
 def build_report(root, assignment: str, out: Path | None = None) -> Written:
@@ -81,6 +83,7 @@ def build_report(root, assignment: str, out: Path | None = None) -> Written:
     started = time.perf_counter()
     data = collect(root, assignment)
     data.set_aside = [(e.folder, e.claimed, e.why) for e in read_set_aside(root, assignment)]
+    data.lateness = lateness.read(root, assignment)
     seconds["reading the database"] = time.perf_counter() - started
     mark = time.perf_counter()
     per_item = tables(data)
@@ -98,7 +101,11 @@ def build_report(root, assignment: str, out: Path | None = None) -> Written:
     _write_csv(folder / "checks.csv", CHECK_COLUMNS, [r for t in per_item for r in t.checks])
     _write_csv(folder / "mistakes.csv", MISTAKE_COLUMNS, [r for t in per_item for r in t.mistakes])
     _write_csv(folder / "items.csv", ITEM_COLUMNS, [r for t in per_item for r in t.statistics])
+    deadlines_csv = None
+    if data.lateness.shown:
+        deadlines_csv = folder / "deadlines.csv"
+        _write_csv(deadlines_csv, lateness.COLUMNS, data.lateness.rows)
     text = render_text(data, per_item)
     seconds["writing"] = time.perf_counter() - mark
     return Written(page, folder / "checks.csv", folder / "mistakes.csv", text, seconds, per_item,
-                   folder / "items.csv")
+                   folder / "items.csv", deadlines_csv)

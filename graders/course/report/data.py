@@ -56,6 +56,7 @@ class ClassData:
     evidence_rows: int
     seconds: dict = field(default_factory=dict)
     set_aside: list = field(default_factory=list)    # (inbound folder, student it names, why)
+    lateness: object = None                          # lateness.Lateness: due dates and penalties
 
 
 def _grade_rows(gb, assignment: str) -> list:

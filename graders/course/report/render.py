@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from graders.course.report.data import MIN_CLASS, MIN_VARIANT, ClassData, Item
+from graders.course.report.lateness import COLUMNS as LATENESS_COLUMNS
 from graders.course.report.stats import (ALPHA, CHECK_COLUMNS, DECIDED, DRAWS, ITEM_COLUMNS, MISTAKE_COLUMNS,
                                          NEGATIVE, ItemTables, _g, top_mistakes)
 
@@ -164,6 +165,11 @@ def render_html(data: ClassData, per_item: list, images: dict) -> str:
                   "graded or served as the student it names; that student's own submission stands.</p>",
                   _html_table(["inbound folder", "names", "why"], [list(row) for row in data.set_aside],
                               "set-aside")]
+    late = data.lateness
+    if late is not None and late.shown:
+        parts += ["<h2>Deadlines and late penalties</h2>", f"<p>{html.escape(late.summary())}</p>",
+                  _html_table(LATENESS_COLUMNS, late.rows, "deadlines",
+                              lambda row: "chapter deadlines" in cell(row, "note", LATENESS_COLUMNS))]
     if not data.evidence_rows:
         parts.append("<p><strong>No check evidence was found</strong>: this assignment was graded by plain "
                      "<code>nbgrader autograde</code>. Grade it with <code>chapter autograde</code> to see "
@@ -206,6 +212,13 @@ def render_text(data: ClassData, per_item: list) -> str:
     if data.set_aside:
         out += ["", "submissions set aside (another login named this student):"]
         out += [f"  {folder}: names {student}; {why}" for folder, student, why in data.set_aside]
+    late = data.lateness
+    if late is not None and late.shown:
+        out += ["", late.summary()]
+        noted = [row for row in late.rows if cell(row, "note", LATENESS_COLUMNS)]
+        if noted:
+            out += ["late, extended or out of step (every student in deadlines.csv):",
+                    _text_table(LATENESS_COLUMNS, noted)]
     for t in per_item:
         out += ["", f"== {t.item.name}", _text_table(CHECK_COLUMNS[1:], [r[1:] for r in t.checks])]
         if t.mistakes:
