@@ -233,6 +233,7 @@ COMMANDS = [("chapter deadlines", ["deadlines"]),
 class Ran:
     line: str
     seconds: float
+    cpu: float                                        # the process's user + system CPU seconds
     code: int
     out: str
     err: str
@@ -242,13 +243,17 @@ def run_commands(root: Path) -> list[Ran]:
     """Each command as an instructor runs it, in the course folder, as a process of its own (this
     checkout's `graders`, whatever `chapter` on PATH would import): its wall time, start included."""
     import os
+    import resource
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     ran = []
     for line, args in COMMANDS:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "graders.cli", *args, "--course", str(root)], cwd=root,
                               env=env, capture_output=True, text=True)
-        ran.append(Ran(line, time.perf_counter() - started, done.returncode, done.stdout, done.stderr))
+        wall, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        ran.append(Ran(line, wall, cpu, done.returncode, done.stdout, done.stderr))
     return ran
 
 
@@ -385,7 +390,8 @@ def main() -> int:
               f"(made in {made:.1f} s, not timed below)")
         print(load_line())
         for r in ran:
-            print(f"{r.seconds:6.2f} s  {r.line}  (exit {r.code}; a process of its own, imports included)")
+            print(f"{r.seconds:6.2f} s wall, {r.cpu:5.2f} s CPU  {r.line}  (exit {r.code}; a process of its own, "
+                  "imports included)")
         for name, ok, seen in results:
             print(f"{'PASS' if ok else 'FAIL'}  {name}" + (f"  [{seen}]" if seen else ""))
         if args.keep:
