@@ -7,7 +7,7 @@ One synthetic class of `--students` students x the 5 notebooks of `worked`, in a
 - every 10th student (s0009, s0019, ...) never submits; the others hand in notebooks whose answer
   cells are tests/course/similarity_class.py's (each student's own code and expressions), with two
   planted copied pairs (renamed variables, reordered lines, the same rare mistake written another way);
-- their grades are the engine's own (`score_test_cell`, then `record` into the gradebook, the
+- their grades are the engine's own (its cell grading, then `record` into the gradebook, the
   sandbox replaced by the answers it would send back): each student has an ability, and a check is
   passed when the ability clears that check's bar; one planted bad check (w3-range's
   max_log2_scale) is passed by the weaker half of the class only. A copier's grades are their source's;
@@ -129,8 +129,8 @@ def failing(item: str, checks: list, ability: float, middle: float, rng: random.
 
 
 def graded(course, item: str, variant: str, fails: frozenset):
-    """The notebook as the engine grades it when the student answered every check but `fails`
-    right (the failed ones unanswered)."""
+    """The notebook as the engine grades it (prepare, grade together, finish: its `grade_cells` without
+    the sandbox) when the student answered every check but `fails` right (the failed ones unanswered)."""
     from graders import problems, transport
     from graders.engine import grading
     problem = problems.get(item)
@@ -138,11 +138,17 @@ def graded(course, item: str, variant: str, fails: frozenset):
     instructor = course.notebooks[item]
     out = grading.NotebookResult(item, max_score=sum(c.max_score for c in instructor.grade_cells), variant=variant)
     answers = {k: transport.encode(v) for k, v in problem.solve(params).items() if k not in fails}
+    judged = {}
     for grade_id, points in instructor.autograded_tests.items():
         keys = list(problem.cells[grade_id])
         message = {"raised": False, "answers": {k: answers[k] for k in keys if k in answers}}
-        score, lines = grading.score_test_cell({"name": grade_id, "keys": keys, "points": points},
-                                               message, problem, params, variant, "", out)
+        judged[grade_id] = grading.prepare_test_cell({"name": grade_id, "keys": keys, "points": points},
+                                                     message, problem, params, variant, "", out)
+    grading.grade_together(problem, params, [j for j in judged.values() if isinstance(j, grading.Pending)])
+    for grade_id, judgement in judged.items():      # as the engine's grade_cells: one child per notebook
+        if isinstance(judgement, grading.Pending):
+            judgement = grading.finish_test_cell(judgement, problem, params, variant, out)
+        score, lines = judgement
         out.grades[grade_id] = score
         out.feedback += lines
     out.score = float(sum(out.grades.values()))
