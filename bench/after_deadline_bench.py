@@ -10,7 +10,9 @@ One synthetic class of `--students` students x the 5 notebooks of `worked`, in a
 - their grades are the engine's own (its cell grading, then `record` into the gradebook, the
   sandbox replaced by the answers it would send back): each student has an ability, and a check is
   passed when the ability clears that check's bar; one planted bad check (w3-range's
-  max_log2_scale) is passed by the weaker half of the class only. A copier's grades are their source's;
+  max_log2_scale) is passed by the weaker half of the class only. A copier's grades are their source's.
+  A failed check is an unanswered one (the engine's "invalid"). The notebooks' text and the grades
+  are made apart: no sandbox runs the text (bench/autograde_bench.py times real grading);
 - deadlines.toml: due dates, an hourly schedule in points with a cap and 10 minutes' grace, and
   extensions: 48 extra hours for some, a due date of their own for others, 24 h for some who are
   later still. The submissions' times (timestamp.txt) make some on time, some within grace, some
