@@ -15,21 +15,21 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _class import alembic_on_path, penalty, write_deadlines, write_ids  # noqa: E402
 from graders.course.export import export  # noqa: E402
 from graders.course import deadlines  # noqa: E402
 from tests.course.synthetic_gradebook import DUE, make_gradebook  # noqa: E402
 
 NOTEBOOKS = {f"nb{i}": [1.0, 2.0, 3.5] for i in range(1, 6)}
+SCHEDULE = {"per": "hour", "kind": "points", "amount": 0.2, "cap": 1.0}
 
 
 def build(root: Path, students: int) -> dict:
@@ -50,16 +50,11 @@ def build(root: Path, students: int) -> dict:
         if given["waiting"]:
             continue
         late = given["late_hours"] > 0 and int(student[1:]) % 21 != 20          # 48 h extension
-        expected[student] = sum(sum(c) - (min(1.0, sum(c)) if late else 0.0) for c in given["scores"].values())
-    extensions = "".join(f"s{n:04d} = {{ hours = 48 }}\n" for n in range(students) if n % 21 == 20)
-    (root / "deadlines.toml").write_text(
-        '[penalty]\nper = "hour"\nkind = "points"\namount = 0.2\ncap = 1.0\n\n'
-        f'[due]\nworked = {DUE:%Y-%m-%dT%H:%M:%S}Z\n\n[extensions.worked]\n{extensions}')
-    with open(root / "ids.csv", "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["course_id", "lms_id", "sis_id", "section"])
-        for n in range(students):
-            writer.writerow([f"s{n:04d}", 10_000 + n, f"S{n:06d}", "A" if n % 2 else "B"])
+        expected[student] = sum(sum(c) - penalty(sum(c), 3600 * given["late_hours"] if late else 0, SCHEDULE)
+                                for c in given["scores"].values())
+    write_deadlines(root, {"worked": DUE}, SCHEDULE,
+                    {"worked": {f"s{n:04d}": {"hours": 48} for n in range(students) if n % 21 == 20}})
+    write_ids(root, [f"s{n:04d}" for n in range(students)])
     return expected
 
 
@@ -68,7 +63,7 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    alembic_on_path()
     from tests.conftest import copy_course
     with tempfile.TemporaryDirectory() as tmp:
         root = copy_course(Path(tmp), [])

@@ -1,6 +1,6 @@
 """Benchmark: `chapter report` for a class of 200 students x the 5 notebooks of `worked`.
 
-    .venv/bin/python bench/report_bench.py [--repeat 3] [--fresh]
+    .venv/bin/python bench/report_bench.py [--repeat 3] [--fresh] [--per-variant 50]
 
 The class is the synthetic one of tests/course/test_report.py (50 students per variant, each
 declared mistake at a chosen rate, blanks, crashes, missing notebooks, one harder
@@ -17,18 +17,17 @@ nbgrader has no class report.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _class import ROOT, generated_course, load_line  # noqa: E402   (ROOT: the checkout, put on sys.path)
 from graders.course.report import build_report  # noqa: E402
 from graders.course.report import ITEM_COLUMNS  # noqa: E402
-from tests.course.test_report import ASSIGNMENT, build_class, make_class_course  # noqa: E402
+from tests.course.test_report import ASSIGNMENT, build_class  # noqa: E402
 from tests.course.test_report_items import synthetic_class  # noqa: E402
 
 TARGET_SECONDS = 10.0
@@ -38,15 +37,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--fresh", action="store_true", help="record the class again")
+    parser.add_argument("--per-variant", type=int, default=50, help="students per variant (4 variants)")
     args = parser.parse_args()
     course = ROOT / "bench" / "out" / "report-class"
-    if args.fresh or not (course / "gradebook.db").exists() or not (course / ".recorded").exists():
+    size = f"{4 * args.per_variant} students\n"
+    marker = course / ".recorded"
+    if args.fresh or not (course / "gradebook.db").exists() or not marker.exists() or marker.read_text() != size:
         shutil.rmtree(course, ignore_errors=True)
         started = time.perf_counter()
-        make_class_course(course)
-        build_class(course)
-        (course / ".recorded").write_text("200 students\n")
-        print(f"recorded 200 students x 5 notebooks in {time.perf_counter() - started:.1f} s "
+        generated_course(course)
+        build_class(course, args.per_variant)
+        marker.write_text(size)
+        print(f"recorded {size.strip()} x 5 notebooks in {time.perf_counter() - started:.1f} s "
               "(record, not timed below)")
     started, cpu = time.perf_counter(), time.process_time()
     import matplotlib.backends.backend_agg  # noqa: F401
@@ -59,8 +61,7 @@ def main() -> int:
         problems.get(name)
     print(f"imports (nbgrader, matplotlib, scipy.stats, the problems; once per process): {time.perf_counter() - started:.2f} s "
           f"wall, {time.process_time() - cpu:.2f} s CPU")
-    load = os.getloadavg()[0]
-    print(f"load average {load:.1f} on {os.cpu_count()} cores (wall time grows with it; CPU time does not)")
+    print(load_line())
     worst = 0.0
     for run in range(args.repeat):
         started, cpu = time.perf_counter(), time.process_time()

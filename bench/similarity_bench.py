@@ -14,15 +14,15 @@ pygments, sympy, nbgrader's configuration) are timed once, apart.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import time
 from pathlib import Path
 
 TARGET_SECONDS = 10.0                        # CPU seconds of one run, 200 students x 5 notebooks
-ROOT = Path(__file__).resolve().parents[1]   # the checkout: graders/ and tests/ are imported from it
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _class import ROOT, load_line, similarity_answers  # noqa: E402   (ROOT: the checkout, put on sys.path)
 
 
 def main() -> int:
@@ -37,18 +37,18 @@ def main() -> int:
     from pygments.lexers import get_lexer_by_name
 
     from graders.course.similarity import build_similarity
-    from tests.course.similarity_class import ALL_NOTEBOOKS, class_answers, write_course
+    from tests.course.similarity_class import ALL_NOTEBOOKS, write_course
     get_lexer_by_name("python")
     print(f"imports (copydetect, pygments, sympy, nbgrader; once per process): {time.perf_counter() - started:.2f} s "
           f"wall, {time.process_time() - cpu:.2f} s CPU")
     course = ROOT / "bench" / "out" / "similarity-class"
     shutil.rmtree(course, ignore_errors=True)
-    answers, planted = class_answers(args.students, copies=((3, 150), (77, 190)), notebooks=ALL_NOTEBOOKS)
+    n = args.students          # the copies are (3, 150) and (77, 190) in the class of 200
+    answers, planted = similarity_answers(n, copies=((3, n * 3 // 4), (n * 3 // 8 + 2, n - 10)))
     write_course(course, answers)
     print(f"class: {args.students} students x {len(ALL_NOTEBOOKS)} notebooks, "
           f"{sum(len(c) for c in answers.cells.values())} answer cells; planted copies {planted}")
-    load = os.getloadavg()[0]
-    print(f"load average {load:.1f} on {os.cpu_count()} cores (wall time grows with it; CPU time does not)")
+    print(load_line())
     worst, found = 0.0, True
     for run in range(args.repeat):
         started, cpu = time.perf_counter(), time.process_time()
