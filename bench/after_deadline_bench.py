@@ -371,6 +371,16 @@ def check(plan: Plan, ran: list[Ran]) -> list[tuple[str, bool, str]]:
         flagged = {(repr(error), "")}
     verdict("the planted bad check, and no other, is flagged NEGATIVE DISCRIMINATION",
             flagged == {PLANTED_CHECK}, f"flagged {sorted(flagged)}")
+    try:
+        shown = {r["student"]: r for r in _csv(root / "reports" / ASSIGNMENT / "deadlines.csv")}
+    except (OSError, KeyError) as error:
+        shown = {"?": {"error": repr(error)}}
+    wrong = [s for s in plan.present if s not in shown
+             or abs(float(shown[s]["penalty (points)"]) - sum(owed.get(s, {}).values())) > 1e-6
+             or abs(float(shown[s]["hours late"]) - round(plan.seconds_late(s) / 3600, 2)) > 1e-9
+             or (plan.kind[s] in ("extended", "late beyond")) != shown[s]["note"].startswith("extension of")]
+    verdict("the report's deadlines.csv gives each student their lateness, penalty and extension",
+            not wrong and set(shown) == set(plan.present), f"{len(shown)} rows; wrong: {wrong[:5]}")
     return results
 
 

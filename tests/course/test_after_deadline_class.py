@@ -47,7 +47,7 @@ def test_the_conditions_cover_the_issues_measure(after_deadline):
     names = " | ".join(name for name, _, _ in after_deadline[2])
     for wanted in ("canvas export reads back", "moodle export reads back", "extended students",
                    "known-late students carry exactly", "top 3", "NEGATIVE DISCRIMINATION",
-                   "without a submission", "leaves absent students' cells empty"):
+                   "without a submission", "leaves absent students' cells empty", "report's deadlines.csv"):
         assert wanted in names, wanted
 
 
@@ -107,3 +107,11 @@ def test_an_unflagged_bad_check_fails(after_deadline, tampered):
     seen = tampered(f"reports/{bench.ASSIGNMENT}/items.csv",
                     lambda rows: [[("" if v == "NEGATIVE DISCRIMINATION" else v) for v in r] for r in rows])
     assert seen["the planted bad check, and no other, is flagged NEGATIVE DISCRIMINATION"][0] is False
+
+
+def test_a_wrong_penalty_in_the_reports_deadlines_table_fails(after_deadline, tampered):
+    column = "penalty (points)"
+    seen = tampered(f"reports/{bench.ASSIGNMENT}/deadlines.csv",
+                    lambda rows: [rows[0]] + [r[:rows[0].index(column)] + ["1.5"] + r[rows[0].index(column) + 1:]
+                                              for r in rows[1:2]] + rows[2:])
+    assert seen["the report's deadlines.csv gives each student their lateness, penalty and extension"][0] is False
