@@ -125,8 +125,13 @@ def cmd_site(args) -> int:
 
 def cmd_build(args) -> int:
     from graders.course.build import build
+    from graders.course.deadlines import DeadlineError
     root = contract.course_root(args.course)
-    reasons = build(root, write=not args.check)
+    try:
+        reasons = build(root, write=not args.check)
+    except DeadlineError as error:
+        print(f"chapter build: {error}\nnothing was written", file=sys.stderr)
+        return 2
     for reason in reasons:
         print(reason)
     if args.check:

@@ -339,7 +339,7 @@ def build_fingerprint(root: Path) -> str:
     import nbgrader
     from graders.digest import code_digest
     digest = hashlib.sha256(f"{code_digest()} {nbgrader.__version__} {jupytext.__version__}".encode())
-    files = [root / "nbgrader_config.py"]
+    files = [root / "nbgrader_config.py"] + [p for p in [root / "deadlines.toml"] if p.exists()]
     for folder in ("source", "release", "solutions"):
         files += sorted(p for p in (root / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts
                         and ".ipynb_checkpoints" not in p.parts)
