@@ -275,7 +275,8 @@ def due_sentence(due: datetime | None, extension: timedelta | None, handed_in: d
 
 class DueDateInFeedback(Preprocessor):
     """generate_feedback: a first cell telling the student their own due date (extension included),
-    when they handed in, and the late penalty. Nothing when the gradebook has no due date."""
+    when they handed in, and the late penalty, in place of the release's due-date header (whose
+    date is the class's). Nothing when the gradebook has no due date."""
 
     def preprocess(self, nb, resources):
         import nbformat
@@ -291,7 +292,8 @@ class DueDateInFeedback(Preprocessor):
                                     submission.total_seconds_late, float(notebook.late_submission_penalty or 0))
         except MissingEntry:
             return nb, resources
-        if text:
+        if text:   # in place of the release's header (the class's date): the student's own
+            nb.cells = [c for c in nb.cells if c.get("id") != HEADER_ID]
             nb.cells.insert(0, nbformat.v4.new_markdown_cell(text, metadata={"deadline": True}))
         return nb, resources
 
