@@ -151,3 +151,31 @@ def test_the_header_comes_from_nbgraders_own_command(tmp_path):
     first = release_cells(course)[0]
     assert first.id == dl.HEADER_ID and first.source.startswith("**Due:** 2026-11-20 17:00 UTC.")
     assert dl.parse(POLICY).due["worked"] == datetime.fromisoformat(first.metadata["deadline"]["due"])
+
+
+def test_the_gate_and_publish_name_a_malformed_deadlines_toml(tmp_path, capsys):
+    """The gate's drift check, whole or for one item, gives a malformed file as its reason (no
+    traceback), and `chapter publish` refuses before building anything."""
+    import json
+
+    from graders.cli import main
+    from graders.course import contract
+    from graders.course.gate import CACHE, build_reasons, fingerprint, gate
+    root = copy_course(tmp_path, [ITEM])
+    (root / dl.FILE).write_text("[due]\nworked = 'friday'\n")
+    [reason] = build_reasons(root)
+    assert reason.startswith("release/ cannot be checked:") and "not a date" in reason
+    assert build_reasons(root, only=["w1-memory"]) == [reason]
+    # one item whose verdict is current: the gate grades nothing, and still says it
+    verdict = {"id": "w1-memory", "notebook": ITEM, "solution": dict.fromkeys("ABCD", True),
+               "blank_zero": True, "reasons": [], "fingerprint": fingerprint(root, ITEM)}
+    (root / CACHE).parent.mkdir(exist_ok=True)
+    (root / CACHE).write_text(json.dumps({"w1-memory": verdict}))
+    [chapter] = contract.load_chapters(root)
+    reasons, _ = gate(root, chapter, only=["w1-memory"])
+    assert reasons == [reason]
+    before = (root / RELEASED).read_bytes()
+    assert main(["publish", "II.8", "--course", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "publish II.8: refused;" in out and "not a date" in out
+    assert (root / RELEASED).read_bytes() == before
