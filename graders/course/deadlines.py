@@ -293,7 +293,7 @@ class DueDateInFeedback(Preprocessor):
         except MissingEntry:
             return nb, resources
         if text:   # in place of the release's header (the class's date): the student's own
-            nb.cells = [c for c in nb.cells if c.get("id") != HEADER_ID]
+            nb.cells = [c for c in nb.cells if not is_release_header(c)]
             nb.cells.insert(0, nbformat.v4.new_markdown_cell(text, metadata={"deadline": True}))
         return nb, resources
 
@@ -303,6 +303,14 @@ class DueDateInFeedback(Preprocessor):
 # it in the gradebook nor grades it or checks it, and a student who edits or deletes it changes
 # no grade. Jupyter's own `editable`/`deletable` flags make it read-only in the notebook.
 HEADER_ID = "chapter-due-date"
+
+
+def is_release_header(cell) -> bool:
+    """The release's due-date cell: by its id, or (a notebook older than nbformat 4.5 has no cell
+    ids) by its metadata."""
+    meta = cell.get("metadata")
+    return cell.get("cell_type") == "markdown" and (
+        cell.get("id") == HEADER_ID or (isinstance(meta, dict) and isinstance(meta.get("deadline"), dict)))
 
 
 def _when(moment: datetime) -> str:
@@ -365,7 +373,9 @@ class DueDateInRelease(Preprocessor):
         root = self.config.CourseDirectory.get("root") or "."
         cell = release_cell(load(Path(root)), assignment)
         if cell is not None:
-            nb.cells = [c for c in nb.cells if c.get("id") != HEADER_ID]
+            if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) < (4, 5):
+                del cell["id"]    # cell ids came with nbformat 4.5: an older notebook must not carry one
+            nb.cells = [c for c in nb.cells if not is_release_header(c)]
             nb.cells.insert(0, cell)
         return nb, resources
 
@@ -385,7 +395,7 @@ def release_notes(root: Path, policy: Policy) -> list[str]:
                 cells = nbformat.read(path, as_version=4).cells
             except Exception:   # an unreadable release is the build check's to report
                 continue
-            first = cells[0] if cells and cells[0].get("id") == HEADER_ID else None
+            first = cells[0] if cells and is_release_header(cells[0]) else None
             shown.add((first.metadata.get("deadline", {}).get("due"), first.source) if first else (None, ""))
         if not shown or shown == {(policy.due[assignment].isoformat() if wanted else None, wanted)}:
             continue

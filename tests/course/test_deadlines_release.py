@@ -179,3 +179,31 @@ def test_the_gate_and_publish_name_a_malformed_deadlines_toml(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "publish II.8: refused;" in out and "not a date" in out
     assert (root / RELEASED).read_bytes() == before
+
+
+@pytest.mark.parametrize("minor", [4, 5])
+def test_the_preprocessor_on_any_nbformat_4_notebook(tmp_path, minor):
+    """Once, first, valid: a notebook older than nbformat 4.5 gets the cell without an id (found by
+    its metadata); run twice, there is still one header; no due date or no assignment: unchanged;
+    a malformed file: the error, as nbgrader shows it."""
+    from traitlets.config import Config
+    config = Config()
+    config.CourseDirectory.root = str(tmp_path)
+    (tmp_path / dl.FILE).write_text(POLICY)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("the work")])
+    nb.nbformat_minor = minor
+    if minor < 5:
+        del nb.cells[0]["id"]
+    step = dl.DueDateInRelease(config=config)
+    for _ in range(2):
+        nb, _ = step(nb, {"nbgrader": {"assignment": "worked"}})
+    nbformat.validate(nb)
+    assert [dl.is_release_header(c) for c in nb.cells] == [True, False]
+    assert ("id" in nb.cells[0]) == (minor >= 5)
+    assert nb.cells[0].source.startswith("**Due:** 2026-11-20 17:00 UTC.")
+    for resources in ({"nbgrader": {"assignment": "basics"}}, {}):
+        plain = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("x")])
+        assert len(step(plain, resources)[0].cells) == 1
+    (tmp_path / dl.FILE).write_text("[penalty\n")
+    with pytest.raises(dl.DeadlineError, match="not valid TOML"):
+        step(nbformat.v4.new_notebook(), {"nbgrader": {"assignment": "worked"}})
