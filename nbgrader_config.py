@@ -106,6 +106,23 @@ c.GenerateSolution.preprocessors = [
     "nbgrader.preprocessors.ClearHiddenTests",
 ]
 c.GenerateAssignment.create_assignment = True
+# --- the release: nbgrader's own steps (its default list, whole), and a first cell with the
+# assignment's due date and late-penalty schedule when deadlines.toml gives one (nothing otherwise)
+c.GenerateAssignment.preprocessors = [
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "graders.course.deadlines.DueDateInRelease",
+    "nbgrader.preprocessors.InstantiateTests",
+    "nbgrader.preprocessors.LockCells",
+    "nbgrader.preprocessors.ClearSolutions",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.SaveCells",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbgrader.preprocessors.ClearMarkScheme",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 
 # --- feedback: what the student gets back shows results, never the hidden tests' source ---
 c.GenerateFeedback.preprocessors = [

@@ -98,7 +98,12 @@ def cmd_publish(args) -> int:
     from graders.course.build import build
     root = contract.course_root(args.course)
     chapter = contract.find_chapter(args.chapter, root)
-    build(root, write=True)
+    from graders.course.deadlines import DeadlineError
+    try:
+        build(root, write=True)
+    except DeadlineError as error:
+        print(f"publish {chapter.id}: refused; {error}")
+        return 1
     candidate = dataclasses.replace(chapter, state="published")
     if run_gate(root, candidate) != 0:
         print(f"publish {chapter.id}: refused; it stays {chapter.state}")
@@ -125,8 +130,13 @@ def cmd_site(args) -> int:
 
 def cmd_build(args) -> int:
     from graders.course.build import build
+    from graders.course.deadlines import DeadlineError
     root = contract.course_root(args.course)
-    reasons = build(root, write=not args.check)
+    try:
+        reasons = build(root, write=not args.check)
+    except DeadlineError as error:
+        print(f"chapter build: {error}\nnothing was written", file=sys.stderr)
+        return 2
     for reason in reasons:
         print(reason)
     if args.check:

@@ -269,7 +269,7 @@ def apply(root: Path, policy: Policy, dry_run: bool = False) -> tuple[list[str],
             gb.db.rollback()
         else:
             gb.db.commit()
-    return notes, changes
+    return notes + release_notes(Path(root), policy), changes
 
 
 class DeadlinePenalty(LateSubmissionPlugin):
@@ -312,7 +312,8 @@ def due_sentence(due: datetime | None, extension: timedelta | None, handed_in: d
 
 class DueDateInFeedback(Preprocessor):
     """generate_feedback: a first cell telling the student their own due date (extension included),
-    when they handed in, and the late penalty. Nothing when the gradebook has no due date."""
+    when they handed in, and the late penalty, in place of the release's due-date header (whose
+    date is the class's). Nothing when the gradebook has no due date."""
 
     def preprocess(self, nb, resources):
         import nbformat
@@ -328,6 +329,120 @@ class DueDateInFeedback(Preprocessor):
                                     submission.total_seconds_late, float(notebook.late_submission_penalty or 0))
         except MissingEntry:
             return nb, resources
-        if text:
+        if text:   # in place of the release's header (the class's date): the student's own
+            nb.cells = [c for c in nb.cells if not is_release_header(c)]
             nb.cells.insert(0, nbformat.v4.new_markdown_cell(text, metadata={"deadline": True}))
         return nb, resources
+
+
+# ---------------------------------------------------------------- the due date in the release
+# A plain markdown cell, the notebook's first: no nbgrader metadata, so nbgrader neither records
+# it in the gradebook nor grades it or checks it, and a student who edits or deletes it changes
+# no grade. Jupyter's own `editable`/`deletable` flags make it read-only in the notebook.
+HEADER_ID = "chapter-due-date"
+
+
+def is_release_header(cell) -> bool:
+    """The release's due-date cell: by its id, or (a notebook older than nbformat 4.5 has no cell
+    ids) by its metadata."""
+    meta = cell.get("metadata")
+    return cell.get("cell_type") == "markdown" and (
+        cell.get("id") == HEADER_ID or (isinstance(meta, dict) and isinstance(meta.get("deadline"), dict)))
+
+
+def _when(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%d %H:%M}" + (f":{moment:%S}" if moment.second else "") + " UTC"
+
+
+def _share(value: float) -> str:
+    return f"{value * 100:g}%"
+
+
+def schedule_sentence(schedule: Schedule | None) -> str:
+    """The late-penalty schedule in one plain sentence."""
+    if schedule is None or schedule.amount == 0 or schedule.cap == 0:
+        return "Work handed in after the due date loses nothing for being late."
+    after = (f"more than {schedule.grace_minutes:g} minute{'' if schedule.grace_minutes == 1 else 's'} "
+             "after the due date" if schedule.grace_minutes else "after the due date")
+    unit = f"each {schedule.per}, or part of {'an' if schedule.per == 'hour' else 'a'} {schedule.per}, late"
+    if schedule.kind == "fraction":
+        cost = f"{_share(schedule.amount)} of the notebook's score for {unit}"
+        most = "" if schedule.cap >= 1 else f", at most {_share(schedule.cap)}"
+    else:
+        points = f"{schedule.amount:g} point{'' if schedule.amount == 1 else 's'}"
+        cost = f"{points} for {unit}"
+        most = (f", at most {schedule.cap:g} point{'' if schedule.cap == 1 else 's'}"
+                if math.isfinite(schedule.cap) else "")
+    return f"Work handed in {after} loses {cost}{most}, and never more than it scored."
+
+
+def release_text(policy: Policy | None, assignment: str) -> str:
+    """The header every student's released notebook of `assignment` opens with ('' when
+    deadlines.toml gives it no due date)."""
+    if policy is None or assignment not in policy.due:
+        return ""
+    return (f"**Due:** {_when(policy.due[assignment])}.\n\n"
+            f"**Late work:** {schedule_sentence(policy.schedule)}\n\n"
+            "An extension granted to you moves your own due date; your feedback shows it.")
+
+
+def release_cell(policy: Policy | None, assignment: str):
+    """The header cell of `release_text`, or None."""
+    import nbformat
+    text = release_text(policy, assignment)
+    if not text:
+        return None
+    cell = nbformat.v4.new_markdown_cell(text, id=HEADER_ID)
+    cell.metadata.update(deletable=False, editable=False,
+                         deadline={"due": policy.due[assignment].isoformat()})
+    return cell
+
+
+class DueDateInRelease(Preprocessor):
+    """generate_assignment: the release opens with the assignment's due date (UTC) and the
+    late-penalty schedule, when the course's deadlines.toml gives one; otherwise nothing changes.
+    A malformed deadlines.toml stops the generation with its message."""
+
+    def preprocess(self, nb, resources):
+        assignment = ((resources or {}).get("nbgrader") or {}).get("assignment")
+        if not assignment:
+            return nb, resources
+        root = self.config.CourseDirectory.get("root") or "."
+        cell = release_cell(load(Path(root)), assignment)
+        if cell is not None:
+            if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) < (4, 5):
+                del cell["id"]    # cell ids came with nbformat 4.5: an older notebook must not carry one
+            nb.cells = [c for c in nb.cells if not is_release_header(c)]
+            nb.cells.insert(0, cell)
+        return nb, resources
+
+
+def release_notes(root: Path, policy: Policy) -> list[str]:
+    """One line for each assignment whose committed release/ shows another due date, or another
+    schedule, than `policy` gives it."""
+    import nbformat
+    notes = []
+    release = Path(root) / "release"
+    folders = sorted(p.name for p in release.iterdir() if p.is_dir()) if release.is_dir() else []
+    for assignment in folders:
+        wanted = release_text(policy, assignment)
+        shown = set()
+        for path in sorted((release / assignment).glob("*.ipynb")):
+            try:
+                cells = nbformat.read(path, as_version=4).cells
+            except Exception:   # an unreadable release is the build check's to report
+                continue
+            first = cells[0] if cells and is_release_header(cells[0]) else None
+            shown.add((first.metadata.get("deadline", {}).get("due"), first.source) if first else (None, ""))
+        if not shown or shown == {(policy.due[assignment].isoformat() if wanted else None, wanted)}:
+            continue
+        fix = f": run chapter build, then nbgrader release_assignment {assignment}"
+        if not wanted:
+            notes.append(f"release/{assignment} still shows a due date deadlines.toml no longer gives{fix}")
+        elif all(due is None for due, _ in shown):
+            notes.append(f"release/{assignment} shows no due date{fix}")
+        elif any(due != policy.due[assignment].isoformat() for due, _ in shown):
+            notes.append(f"release/{assignment} shows the old due date{fix}")
+        else:
+            notes.append(f"release/{assignment} shows the old late-penalty schedule{fix}")
+    return notes

@@ -339,7 +339,7 @@ def build_fingerprint(root: Path) -> str:
     import nbgrader
     from graders.digest import code_digest
     digest = hashlib.sha256(f"{code_digest()} {nbgrader.__version__} {jupytext.__version__}".encode())
-    files = [root / "nbgrader_config.py"]
+    files = [root / "nbgrader_config.py"] + [p for p in [root / "deadlines.toml"] if p.exists()]
     for folder in ("source", "release", "solutions"):
         files += sorted(p for p in (root / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts
                         and ".ipynb_checkpoints" not in p.parts)
@@ -351,7 +351,19 @@ def build_fingerprint(root: Path) -> str:
 
 def build_reasons(root: Path, refresh: bool = False, only: list[str] | None = None) -> list[str]:
     """`build(root, write=False)`, whose answer is cached under the build's fingerprint; for the
-    items `only`, just their drift, regenerated afresh with `refresh`."""
+    items `only`, just their drift, regenerated afresh with `refresh`. A malformed deadlines.toml
+    (the release's due-date header comes from it) is the one reason, as `chapter build` gives it."""
+    from graders.course.deadlines import DeadlineError
+    try:
+        return _build_reasons(root, refresh, only)
+    except DeadlineError as error:
+        return [f"{DEADLINES_REASON}{error}"]
+
+
+DEADLINES_REASON = "release/ cannot be checked: "
+
+
+def _build_reasons(root: Path, refresh: bool, only: list[str] | None) -> list[str]:
     if only:
         return build(root, write=False, only=only, cache=not refresh)
     cache_path, key = root / BUILD_CACHE, build_fingerprint(root)
@@ -391,7 +403,7 @@ def gate(root: Path, chapter: Chapter, only: list[str] | None = None,
             reports = verdicts(root, notebooks, refresh=refresh, helper=helper_process)
             reasons = drift.result()
     if only:
-        reasons = [r for r in reasons if any(f"/{i}." in r for i in only)]
+        reasons = [r for r in reasons if any(f"/{i}." in r for i in only) or r.startswith(DEADLINES_REASON)]
     for notebook in notebooks:
         reasons += reports[notebook.split("/")[-1]].reasons
     return reasons, reports

@@ -39,10 +39,18 @@ def assignments(root: Path) -> list[str]:
     return sorted(p.name for p in (root / "source").iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
+def copy_config(root: Path, into: Path) -> None:
+    """The files nbgrader's converters read in a course, besides its notebooks: nbgrader_config.py,
+    and deadlines.toml when there is one (the release's due-date header, the late penalties)."""
+    shutil.copy(root / "nbgrader_config.py", into / "nbgrader_config.py")
+    if (root / "deadlines.toml").exists():
+        shutil.copy(root / "deadlines.toml", into / "deadlines.toml")
+
+
 def make_course(root: Path, into: Path, only: list[str] | None = None) -> Path:
     """A scratch copy of the course (config and source) in `into`, with its own gradebook."""
     into.mkdir(parents=True, exist_ok=True)
-    shutil.copy(root / "nbgrader_config.py", into / "nbgrader_config.py")
+    copy_config(root, into)
     for assignment in only or assignments(root):
         shutil.copytree(root / "source" / assignment, into / "source" / assignment,
                         ignore=shutil.ignore_patterns("*.pct.py", ".ipynb_checkpoints", "__pycache__"))

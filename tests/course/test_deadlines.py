@@ -168,11 +168,12 @@ def test_feedback_tells_each_student_their_own_due_date(course):
     db_url, _ = gradebook_of(course)
     first = {}
     for student in ("ann", "bo", "cy"):
-        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("the work")])
+        released = dl.release_cell(dl.load(course), "hw1")    # the release's header: the class's date
+        nb = nbformat.v4.new_notebook(cells=[released, nbformat.v4.new_markdown_cell("the work")])
         resources = {"nbgrader": {"db_url": db_url, "assignment": "hw1", "student": student, "notebook": "nb"}}
         nb, _ = dl.DueDateInFeedback()(nb, resources)
         first[student] = nb.cells[0].source
-        assert nb.cells[1].source == "the work"
+        assert [c.source for c in nb.cells[1:]] == ["the work"]     # replaced by their own
     assert first["ann"].startswith("**Your due date:** 2026-11-22 17:00 UTC (the class's 2026-11-20 17:00, "
                                    "with your extension of 48 h).")
     assert "30.0 h late, with no penalty" not in first["ann"] and "on time" in first["ann"]
