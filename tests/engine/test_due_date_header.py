@@ -71,13 +71,20 @@ def handed_in(tmp_path_factory):
     return root, submissions, same
 
 
+# plain nbgrader takes seconds a notebook: it grades the header kept, against no header, only
+PLAIN = ("before-correct", "kept-correct", "before-wrong", "kept-wrong")
+
+
 @pytest.mark.parametrize("grader", [autograde, autograde_nbgrader], ids=["chapter autograde", "nbgrader autograde"])
 def test_the_header_kept_edited_or_deleted_grades_as_before(handed_in, tmp_path, grader):
     root, submissions, same = handed_in
+    if grader is autograde_nbgrader:
+        submissions = {s: v for s, v in submissions.items() if s in {student(n) for n in PLAIN}}
+        same = {s: like for s, like in same.items() if s in submissions}
     scores = grader(root, tmp_path / "course", ASSIGNMENT, submissions)
     score = {s: scores[s][NB] for s in submissions}
     assert score[student("before-correct")].score == 4 and 0 < score[student("before-wrong")].score < 4
-    assert score[student("blank")].score == 0
+    assert student("blank") not in score or score[student("blank")].score == 0
     for who, like in same.items():
         assert (score[who].score, score[who].max_score, score[who].feedback) == \
                (score[like].score, score[like].max_score, score[like].feedback), who
