@@ -105,3 +105,44 @@ def test_a_flagged_check_stands_out_in_the_item_statistics(tmp_path):
             table.screenshot(path=str(ARTIFACTS / "report-items-flagged.png"))
         finally:
             browser.close()
+
+
+def test_the_deadlines_part_shows_each_student_and_marks_what_is_out_of_step(tmp_path, built_deadlines):
+    """The report's deadlines part on a small gradebook with an extension granted in deadlines.toml but
+    not yet applied: the table reads as deadlines.csv's rows and that student's row is marked;
+    screenshot tests/artifacts/report-deadlines.png."""
+    from graders.course import deadlines as dl
+    from graders.course.report import lateness, render
+    from graders.course.report.data import ClassData
+    from tests.course.synthetic_gradebook import course_from
+    from tests.course.test_deadlines import POLICY
+    course = course_from(tmp_path, built_deadlines)
+    (course / dl.FILE).write_text(POLICY)
+    dl.apply(course, dl.load(course))
+    (course / dl.FILE).write_text(POLICY + "\n[extensions.hw1]\nbo = { hours = 48 }\n")
+    found = lateness.read(course, "hw1")
+    page_file = tmp_path / "deadlines.html"
+    page_file.write_text(render.render_html(ClassData("hw1", "c", [], [r[0] for r in found.rows], 0, lateness=found),
+                                            [], {"overview": ""}), encoding="utf-8")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 500})
+            page.goto(page_file.as_uri())
+            table = page.locator('table[data-table="deadlines"]')
+            shown = table.evaluate("t => [...t.querySelectorAll('tr')].map(r => [...r.children].map(c => c.textContent))")
+            assert shown == [lateness.COLUMNS] + [[str(v) for v in row] for row in found.rows]
+            flagged = table.locator("tr.flagged")
+            assert flagged.count() == 1 and flagged.first.inner_text().startswith("bo")
+            assert "chapter deadlines" in page.locator("h2 + p").first.inner_text()
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "report-deadlines.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def built_deadlines(tmp_path_factory):
+    from tests.course.synthetic_gradebook import built_once
+    from tests.course.test_deadlines import CLASS, NOTEBOOKS
+    return built_once(tmp_path_factory, NOTEBOOKS, CLASS)

@@ -48,7 +48,8 @@ def test_an_extension_not_yet_applied_is_named_then_applied(course):
     (course / dl.FILE).write_text(POLICY + "\n[extensions.hw1]\nann = { hours = 48 }\n")
     found = lateness.read(course, "hw1")
     assert "48 h of extension, the gradebook 0 h: run `chapter deadlines`" in row(found, "ann")["note"]
-    assert found.out_of_step == 1 and "1 row differ from deadlines.toml" in found.summary()
+    assert found.out_of_step == 1 and "1 row differs from deadlines.toml" in found.summary()
+    assert found.counts()["with an extension"] == 0          # granted, but not yet in the gradebook
     page = render_html(ClassData("hw1", "c", [], ["ann"], 0, lateness=found), [], {"overview": ""})
     assert "<h2>Deadlines and late penalties</h2>" in page and '<tr class="flagged"><td>ann</td>' in page
     assert "ann" in render_text(ClassData("hw1", "c", [], ["ann"], 0, lateness=found), [])

@@ -21,6 +21,7 @@ class Lateness:
     problem: str = ""                     # deadlines.toml could not be read: why
     rows: list = field(default_factory=list)
     out_of_step: int = 0                  # rows whose gradebook disagrees with deadlines.toml
+    extended: int = 0                     # submissions with an extension in the gradebook
 
     @property
     def shown(self) -> bool:
@@ -31,7 +32,7 @@ class Lateness:
         return {"submissions": len(self.rows), "on time": len(self.rows) - len(late), "late": len(late),
                 "penalised": sum(1 for r in late if r[COLUMNS.index("penalty (points)")]),
                 "points taken": round(sum(r[COLUMNS.index("penalty (points)")] for r in self.rows), 6),
-                "with an extension": sum(1 for r in self.rows if "extension" in r[COLUMNS.index("note")])}
+                "with an extension": self.extended}
 
     def summary(self) -> str:
         if not self.shown:
@@ -50,8 +51,8 @@ class Lateness:
                      f"{'none' if self.due is None else format(self.due, '%Y-%m-%d %H:%M')}: "
                      "run `chapter deadlines`.")
         if self.out_of_step:
-            text += (f" {self.out_of_step} row{'s' if self.out_of_step != 1 else ''} differ from deadlines.toml: "
-                     "run `chapter deadlines`.")
+            text += (f" {self.out_of_step} row{'s differ' if self.out_of_step != 1 else ' differs'} from "
+                     "deadlines.toml: run `chapter deadlines`.")
         return text
 
 
@@ -93,6 +94,7 @@ def _read(gb, root, assignment: str) -> Lateness:
         penalty = round(sum(float(nb.late_submission_penalty or 0) for nb in sub.notebooks), 6)
         notes = []
         if sub.extension:
+            out.extended += 1
             notes.append(f"extension of {_hours(sub.extension):g} h")
         if late and not penalty:
             notes.append("late, no penalty (grace or schedule)")
