@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,19 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"
 sync_api = pytest.importorskip("playwright.sync_api")
 if not os.access(CHROMIUM, os.X_OK):
     pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
+
+
+@contextmanager
+def opened(page_file: Path, width: int):
+    """A headless chromium page showing `page_file`."""
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": 1000})
+            page.goto(page_file.as_uri())
+            yield page
+        finally:
+            browser.close()
 
 
 def csv_rows(path: Path) -> list[list[str]]:
@@ -88,23 +102,17 @@ def test_a_flagged_check_stands_out_in_the_item_statistics(tmp_path):
     per_item = report.tables(data)
     page_file = tmp_path / "planted.html"
     page_file.write_text(render.render_html(data, per_item, render.figures(per_item)), encoding="utf-8")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1300, "height": 1000})
-            page.goto(page_file.as_uri())
-            table = page.locator('table[data-table="items"]')
-            flagged = table.locator("tr.flagged")
-            assert flagged.count() == 3 and all(report.NEGATIVE in t for t in flagged.all_inner_texts())
-            colour = flagged.first.locator("td").first.evaluate("td => getComputedStyle(td).backgroundColor")
-            plain = table.locator("tbody tr:not(.flagged) td").first.evaluate(
-                "td => getComputedStyle(td).backgroundColor")
-            assert colour != plain, (colour, plain)
-            table.scroll_into_view_if_needed()
-            ARTIFACTS.mkdir(exist_ok=True)
-            table.screenshot(path=str(ARTIFACTS / "report-items-flagged.png"))
-        finally:
-            browser.close()
+    with opened(page_file, 1300) as page:
+        table = page.locator('table[data-table="items"]')
+        flagged = table.locator("tr.flagged")
+        assert flagged.count() == 3 and all(report.NEGATIVE in t for t in flagged.all_inner_texts())
+        colour = flagged.first.locator("td").first.evaluate("td => getComputedStyle(td).backgroundColor")
+        plain = table.locator("tbody tr:not(.flagged) td").first.evaluate(
+            "td => getComputedStyle(td).backgroundColor")
+        assert colour != plain, (colour, plain)
+        table.scroll_into_view_if_needed()
+        ARTIFACTS.mkdir(exist_ok=True)
+        table.screenshot(path=str(ARTIFACTS / "report-items-flagged.png"))
 
 
 def test_the_deadlines_part_shows_each_student_and_marks_what_is_out_of_step(tmp_path, built_deadlines):
@@ -124,21 +132,15 @@ def test_the_deadlines_part_shows_each_student_and_marks_what_is_out_of_step(tmp
     page_file = tmp_path / "deadlines.html"
     page_file.write_text(render.render_html(ClassData("hw1", "c", [], [r[0] for r in found.rows], 0, lateness=found),
                                             [], {"overview": ""}), encoding="utf-8")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1100, "height": 500})
-            page.goto(page_file.as_uri())
-            table = page.locator('table[data-table="deadlines"]')
-            shown = table.evaluate("t => [...t.querySelectorAll('tr')].map(r => [...r.children].map(c => c.textContent))")
-            assert shown == [lateness.COLUMNS] + [[str(v) for v in row] for row in found.rows]
-            flagged = table.locator("tr.flagged")
-            assert flagged.count() == 1 and flagged.first.inner_text().startswith("bo")
-            assert "chapter deadlines" in page.locator("h2 + p").first.inner_text()
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "report-deadlines.png"), full_page=True)
-        finally:
-            browser.close()
+    with opened(page_file, 1100) as page:
+        table = page.locator('table[data-table="deadlines"]')
+        shown = table.evaluate("t => [...t.querySelectorAll('tr')].map(r => [...r.children].map(c => c.textContent))")
+        assert shown == [lateness.COLUMNS] + [[str(v) for v in row] for row in found.rows]
+        flagged = table.locator("tr.flagged")
+        assert flagged.count() == 1 and flagged.first.inner_text().startswith("bo")
+        assert "chapter deadlines" in page.locator("h2 + p").first.inner_text()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "report-deadlines.png"), full_page=True)
 
 
 @pytest.fixture(scope="module")
