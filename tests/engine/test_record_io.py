@@ -119,7 +119,9 @@ def test_a_failing_record_is_rolled_back_and_the_session_serves_the_next(course)
     with gradebook(course) as gb:
         with pytest.raises(Exception):
             record_io.record(gb, course, broken)
-        assert gb.find_grade("test", "nb", ASSIGNMENT, "s1").auto_score is None   # not half of it
+        from nbgrader.api import MissingEntry
+        with pytest.raises(MissingEntry):        # not half of it: not even the empty submission
+            gb.find_submission(ASSIGNMENT, "s1")
         record_io.record(gb, course, result(score=2.0))    # the session is usable for the next student
         assert gb.find_grade("test", "nb", ASSIGNMENT, "s1").auto_score == 2.0
 
@@ -193,3 +195,48 @@ def test_a_fifo_in_a_submission_does_not_hold_up_recording(course):
         os.close(os.open(folder / "pipe", os.O_WRONLY | os.O_NONBLOCK))
         writer.join(5)
     assert not blocked, "write_autograded waited on a FIFO"
+
+
+class Refuses:
+    """A late-penalty plugin that fails: the last step of recording a (late) submission."""
+
+    def late_submission_penalty(self, student, score, seconds):
+        raise RuntimeError("the plugin broke")
+
+
+def late_gradebook(course):
+    """The gradebook with a due date that s1's submission misses."""
+    with gradebook(course) as gb:
+        gb.update_or_create_assignment(ASSIGNMENT, duedate=datetime(2026, 2, 1))
+    hand_in(course, "s1", "2026-02-02 10:00:00 UTC")
+
+
+def test_a_submission_that_fails_half_way_leaves_nothing_another_reader_sees(course):
+    import sqlite3
+    late_gradebook(course)
+    with gradebook(course) as gb:
+        with pytest.raises(RuntimeError, match="the plugin broke"):
+            record_io.record(gb, course, result(score=2.0), Refuses())
+    with sqlite3.connect(Path(course.root) / "gradebook.db") as db:
+        seen = {table: db.execute(f"select count(*) from {table}").fetchone()[0]
+                for table in ("student", "submitted_assignment", "grade")}
+        grades = db.execute("select count(*) from grade where auto_score is not null").fetchone()[0]
+    assert seen == {"student": 0, "submitted_assignment": 0, "grade": 0} and grades == 0
+
+
+def test_one_submission_is_one_commit(course):
+    from sqlalchemy import event
+    late_gradebook(course)
+
+    class HalfOff:
+        def late_submission_penalty(self, student, score, seconds):
+            return score / 2
+
+    with gradebook(course) as gb:
+        commits = []
+        event.listen(gb.engine, "commit", lambda conn: commits.append(conn))
+        record_io.record(gb, course, result(score=2.0), HalfOff())      # the student's first submission
+        record_io.record(gb, course, result(score=1.0), HalfOff())      # a regrade
+        assert len(commits) == 2
+        snb = gb.find_submission_notebook("nb", ASSIGNMENT, "s1")
+        assert (snb.score, snb.late_submission_penalty) == (1.0, 0.5)  # the penalty saw the new score
