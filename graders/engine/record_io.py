@@ -94,14 +94,18 @@ def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> s
         submission = gb.update_or_create_submission(assignment, student, timestamp=naive_utc(moment))
     else:
         submission = gb.update_or_create_submission(assignment, student, timestamp=None)
-    from nbgrader.api import Grade
+    from nbgrader.api import Comment, Grade
+    from sqlalchemy.orm import selectinload
     for nb in result.notebooks:
         snb = gb.find_submission_notebook(nb.name, assignment, student)
         # read manual scores fresh and hold the rows, so a grade formgrader saves meanwhile is not
-        # overwritten with a stale needs_manual_grade (SQLite ignores this and locks the file)
-        gb.db.query(Grade).filter(Grade.notebook_id == snb.id).with_for_update() \
-            .populate_existing().all()
-        for grade in snb.grades:
+        # overwritten with a stale needs_manual_grade (SQLite ignores this and locks the file);
+        # each row's cell comes in the same round, not one query per grade
+        grades = gb.db.query(Grade).filter(Grade.notebook_id == snb.id).options(selectinload(Grade.cell)) \
+            .with_for_update().populate_existing().all()
+        comments = gb.db.query(Comment).filter(Comment.notebook_id == snb.id) \
+            .options(selectinload(Comment.cell)).all()
+        for grade in grades:
             name = grade.cell.name
             if name not in nb.grades:
                 continue
@@ -110,7 +114,7 @@ def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> s
                 grade.needs_manual_grade = False
             else:
                 grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
-        for comment in snb.comments:
+        for comment in comments:
             if comment.cell.name in nb.comments:
                 comment.auto_comment = nb.comments[comment.cell.name]
     from graders.evidence import keep
