@@ -23,6 +23,10 @@ def record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> st
     with warnings.catch_warnings(), writer_lock(gb, course.course_id, result.student):
         warnings.simplefilter("ignore")   # SQLAlchemy's autoflush notes inside nbgrader's own API
         try:
+            from graders.evidence import ensure_tables
+            ensure_tables(gb.db)   # made (the first time) and committed apart: a submission rolled
+            if gb.db().in_transaction():   # back must not take the tables, and the next students, with it
+                gb.db.commit()
             with one_transaction(gb):
                 return _record(gb, course, result, late_plugin)
         except BaseException:
