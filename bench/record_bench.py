@@ -7,7 +7,9 @@ grade cells each; SQLite in a scratch folder unless --db-url names an empty data
 PostgreSQL one), then records --students synthetic students twice (first sight, then a
 regrade that sets the same rows again), with a late-penalty plugin, as `chapter autograde` does.
 It prints the median and 90th percentile milliseconds per submission, and the database
-commits per submission, counted by SQLAlchemy's engine `commit` event.
+commits per submission, counted by SQLAlchemy's engine `commit` event (on PostgreSQL two of
+them are the writer lock's own connection taking and releasing the per-student lock; they
+write nothing).
 """
 from __future__ import annotations
 
