@@ -23,10 +23,43 @@ def record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> st
     with warnings.catch_warnings(), writer_lock(gb, course.course_id, result.student):
         warnings.simplefilter("ignore")   # SQLAlchemy's autoflush notes inside nbgrader's own API
         try:
-            return _record(gb, course, result, late_plugin)
+            from graders.evidence import ensure_tables
+            ensure_tables(gb.db)   # made (the first time) and committed apart: a submission rolled
+            if gb.db().in_transaction():   # back must not take the tables, and the next students, with it
+                gb.db.commit()
+            with one_transaction(gb):
+                return _record(gb, course, result, late_plugin)
         except BaseException:
             gb.db.rollback()     # nothing half-written is left for the next student's commit
             raise
+
+
+@contextlib.contextmanager
+def one_transaction(gb):
+    """Make everything written to `gb` inside the block one database transaction.
+
+    nbgrader's Gradebook methods (update_or_create_student, update_or_create_submission...)
+    each commit. Inside the block the session's `commit` only does what a commit does to the
+    session's objects (flush the changes, expire what was loaded, so what is read next comes
+    from the database), and the transaction stays open: one commit at the end, or a rollback
+    if the block raises. Another reader sees the whole submission or none of it, and a
+    submission costs one commit (one fsync on SQLite) instead of four.
+    """
+    session = gb.db()          # this thread's Session, behind nbgrader's scoped_session
+
+    def step():
+        session.flush()
+        session.expire_all()
+
+    session.commit = step      # an instance attribute: shadows Session.commit for this session only
+    try:
+        yield
+    except BaseException:
+        del session.commit
+        session.rollback()
+        raise
+    del session.commit
+    session.commit()
 
 
 @contextlib.contextmanager
@@ -65,14 +98,18 @@ def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> s
         submission = gb.update_or_create_submission(assignment, student, timestamp=naive_utc(moment))
     else:
         submission = gb.update_or_create_submission(assignment, student, timestamp=None)
-    from nbgrader.api import Grade
+    from nbgrader.api import Comment, Grade
+    from sqlalchemy.orm import selectinload
     for nb in result.notebooks:
         snb = gb.find_submission_notebook(nb.name, assignment, student)
         # read manual scores fresh and hold the rows, so a grade formgrader saves meanwhile is not
-        # overwritten with a stale needs_manual_grade (SQLite ignores this and locks the file)
-        gb.db.query(Grade).filter(Grade.notebook_id == snb.id).with_for_update() \
-            .populate_existing().all()
-        for grade in snb.grades:
+        # overwritten with a stale needs_manual_grade (SQLite ignores this and locks the file);
+        # each row's cell comes in the same round, not one query per grade
+        grades = gb.db.query(Grade).filter(Grade.notebook_id == snb.id).options(selectinload(Grade.cell)) \
+            .with_for_update().populate_existing().all()
+        comments = gb.db.query(Comment).filter(Comment.notebook_id == snb.id) \
+            .options(selectinload(Comment.cell)).all()
+        for grade in grades:
             name = grade.cell.name
             if name not in nb.grades:
                 continue
@@ -81,7 +118,7 @@ def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> s
                 grade.needs_manual_grade = False
             else:
                 grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
-        for comment in snb.comments:
+        for comment in comments:
             if comment.cell.name in nb.comments:
                 comment.auto_comment = nb.comments[comment.cell.name]
     from graders.evidence import keep

@@ -119,7 +119,9 @@ def test_a_failing_record_is_rolled_back_and_the_session_serves_the_next(course)
     with gradebook(course) as gb:
         with pytest.raises(Exception):
             record_io.record(gb, course, broken)
-        assert gb.find_grade("test", "nb", ASSIGNMENT, "s1").auto_score is None   # not half of it
+        from nbgrader.api import MissingEntry
+        with pytest.raises(MissingEntry):        # not half of it: not even the empty submission
+            gb.find_submission(ASSIGNMENT, "s1")
         record_io.record(gb, course, result(score=2.0))    # the session is usable for the next student
         assert gb.find_grade("test", "nb", ASSIGNMENT, "s1").auto_score == 2.0
 
@@ -193,3 +195,85 @@ def test_a_fifo_in_a_submission_does_not_hold_up_recording(course):
         os.close(os.open(folder / "pipe", os.O_WRONLY | os.O_NONBLOCK))
         writer.join(5)
     assert not blocked, "write_autograded waited on a FIFO"
+
+
+class Refuses:
+    """A late-penalty plugin that fails: the last step of recording a (late) submission."""
+
+    def late_submission_penalty(self, student, score, seconds):
+        raise RuntimeError("the plugin broke")
+
+
+def late_gradebook(course):
+    """The gradebook with a due date that s1's submission misses."""
+    with gradebook(course) as gb:
+        gb.update_or_create_assignment(ASSIGNMENT, duedate=datetime(2026, 2, 1))
+    hand_in(course, "s1", "2026-02-02 10:00:00 UTC")
+
+
+def test_a_submission_that_fails_half_way_leaves_nothing_another_reader_sees(course):
+    import sqlite3
+    late_gradebook(course)
+    with gradebook(course) as gb:
+        with pytest.raises(RuntimeError, match="the plugin broke"):
+            record_io.record(gb, course, result(score=2.0), Refuses())
+        with sqlite3.connect(Path(course.root) / "gradebook.db") as db:
+            seen = {table: db.execute(f"select count(*) from {table}").fetchone()[0]
+                    for table in ("student", "submitted_assignment", "grade")}
+        assert seen == {"student": 0, "submitted_assignment": 0, "grade": 0}
+        record_io.record(gb, course, result(score=2.0))     # and the next record on this session works
+        assert gb.find_grade("test", "nb", ASSIGNMENT, "s1").auto_score == 2.0
+
+
+def test_one_submission_is_one_commit(course):
+    from sqlalchemy import event
+    late_gradebook(course)
+
+    class HalfOff:
+        def late_submission_penalty(self, student, score, seconds):
+            return score / 2
+
+    hand_in(course, "s2", "2026-02-02 10:00:00 UTC")
+    with gradebook(course) as gb:
+        record_io.record(gb, course, result(score=2.0), HalfOff())      # (the evidence tables are made once)
+        commits = []
+        event.listen(gb.engine, "commit", lambda conn: commits.append(conn))
+        record_io.record(gb, course, result("s2", score=2.0), HalfOff())   # a student's first submission
+        record_io.record(gb, course, result(score=1.0), HalfOff())      # a regrade
+        assert len(commits) == 2
+        snb = gb.find_submission_notebook("nb", ASSIGNMENT, "s1")
+        assert (snb.score, snb.late_submission_penalty) == (1.0, 0.5)  # the penalty saw the new score
+
+
+def test_on_postgresql_a_failure_half_way_leaves_nothing_and_a_success_is_one_commit(course, postgres_db):
+    import dataclasses
+
+    from nbgrader.api import Gradebook
+    from sqlalchemy import create_engine, event, text
+    url = postgres_db()
+    old = os.environ.get("PATH", "")
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + old
+    try:
+        with Gradebook(url, "course") as gb:
+            gb.add_assignment(ASSIGNMENT, duedate=datetime(2026, 2, 1))
+            gb.add_notebook("nb", ASSIGNMENT)
+            gb.add_grade_cell("test", "nb", ASSIGNMENT, max_score=2.0, cell_type="code")
+    finally:
+        os.environ["PATH"] = old
+    course = dataclasses.replace(course, db_url=url)
+    hand_in(course, "s1", "2026-02-02 10:00:00 UTC")
+    reader = create_engine(url)
+    try:
+        with Gradebook(url, "course") as gb:
+            with pytest.raises(RuntimeError, match="the plugin broke"):
+                record_io.record(gb, course, result(score=2.0), Refuses())
+            with reader.connect() as conn:
+                assert conn.execute(text("select count(*) from submitted_assignment")).scalar() == 0
+            commits = []     # the session's commits (the writer lock's own connection commits apart)
+            event.listen(gb.db(), "after_commit", lambda session: commits.append(session))
+            record_io.record(gb, course, result(score=2.0))
+            assert len(commits) == 1
+        with reader.connect() as conn:
+            assert conn.execute(text("select auto_score from grade")).scalar() == 2.0
+    finally:
+        reader.dispose()
