@@ -52,7 +52,7 @@ from graders.engine.course_dir import check_data_files, discover, limits_from, l
 from graders.engine.grading import SubmissionResult
 from graders.engine.journal import Journal, fingerprint, submission_key
 from graders.engine.record_io import artifacts_present, untimed
-from graders.engine.run import GradingRun, late_penalties
+from graders.engine.run import GradingRun, late_penalties, without_text
 from graders.engine.signals import Stopped, stop_signals
 from graders.engine.summary import Report, isolation_warnings
 from graders.engine.time_limits import for_notebook
@@ -210,7 +210,7 @@ def _reuse(run: GradingRun, everyone: list, base: str, force: bool) -> list:
                 if not run.accept(gb, result, fresh=False):
                     continue          # that student's failure, reported; the class goes on
             else:
-                report.results[student] = result
+                report.results[student] = without_text(result)
                 why = untimed(course, student)
                 if why:
                     report.untimed[student] = why

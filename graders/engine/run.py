@@ -9,7 +9,7 @@ is kept: the run's journal, nbgrader's gradebook, the autograded folder, the run
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from graders.engine.course_dir import Course
 from graders.engine.grading import SubmissionResult
@@ -66,8 +66,15 @@ class GradingRun:
             if why:
                 self.report.untimed[result.student] = why
             self.journal.put(result, "recorded")
-            self.report.results[result.student] = result
+            self.report.results[result.student] = without_text(result)
             return True
+
+
+def without_text(result: SubmissionResult) -> SubmissionResult:
+    """The result as the run's report keeps it: the autograded notebooks' text (figures included)
+    is in autograded/ and the journal by now, so a class of any size costs this process no more
+    than its scores and feedback."""
+    return replace(result, notebooks=[replace(nb, notebook=None) for nb in result.notebooks])
 
 
 def late_penalties(config):

@@ -736,3 +736,13 @@ class SimpleCourse:
 
     def submission_dir(self, student):
         return Path("/nonexistent") / student
+
+
+def test_the_run_keeps_scores_not_notebook_text(graded):
+    """Once written to autograded/, a notebook's text (figures and all) is not held by the run's report:
+    the trusted process does not grow with the class."""
+    results = graded["report"].results
+    assert results and all(nb.notebook is None for r in results.values() for nb in r.notebooks)
+    assert any(nb.score for r in results.values() for nb in r.notebooks)
+    written = {p.parts[-3] for p in (graded["course"] / "autograded").glob(f"*/{ASSIGNMENT}/{NB}.ipynb")}
+    assert written and written <= set(results)
