@@ -276,12 +276,13 @@ class DeadlinePenalty(LateSubmissionPlugin):
     """nbgrader's late-penalty plugin, with the schedule of the course's deadlines.toml."""
 
     def late_submission_penalty(self, student_id: str, score: float, total_seconds_late: float):
-        root = self.config.CourseDirectory.get("root") or "."
-        try:
-            policy = load(Path(root))
-        except DeadlineError as error:
-            self.log.error("no late penalty given: %s (fix it, then run chapter deadlines)", error)
+        if getattr(self, "_file", None) is None:    # read once a run, and again only when it changes
+            self._file = OwnDueDates(Path(self.config.CourseDirectory.get("root") or "."))
+        problem = self._file.refresh()
+        if problem:
+            self.log.error("no late penalty given: %s (fix it, then run chapter deadlines)", problem)
             return None
+        policy = self._file.policy
         if policy is None or policy.schedule is None:
             return None
         return policy.schedule.penalty(score, total_seconds_late)

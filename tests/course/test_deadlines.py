@@ -155,6 +155,21 @@ def test_plugin_agrees_with_chapter_deadlines(course):
     assert late.plugin_inst.late_submission_penalty("ann", 8, 30 * 3600) is None
 
 
+def test_the_plugin_reads_the_file_once_until_it_changes(course, monkeypatch):
+    """A class of late notebooks costs one read of deadlines.toml, not one a notebook."""
+    import os
+    reads = []
+    monkeypatch.setattr(dl, "load", lambda root, load=dl.load: reads.append(root) or load(root))
+    (course / dl.FILE).write_text(POLICY)
+    from graders.engine.course_dir import load_config
+    plugin = dl.DeadlinePenalty(config=load_config(course))
+    assert [plugin.late_submission_penalty("ann", 8, 30 * 3600) for _ in range(5)] == [4.0] * 5
+    assert len(reads) == 1
+    (course / dl.FILE).write_text(POLICY.replace("amount = 0.25", "amount = 0.125"))
+    os.utime(course / dl.FILE, ns=(1, 1))
+    assert plugin.late_submission_penalty("ann", 8, 30 * 3600) == 2.0 and len(reads) == 2
+
+
 def test_feedback_tells_each_student_their_own_due_date(course):
     """The preprocessor nbgrader_config.py puts in generate_feedback: ann's page says her extended
     date and no penalty; bo's says the class's date, how late and the penalty."""
