@@ -570,6 +570,8 @@ def grade_together(problem, params, pending: list, instant: bool = False) -> Non
     if len(pending) < 2:
         return
     from graders import symbolic
+    with contextlib.suppress(Exception):   # trusted (the variant's), remembered here and inherited by
+        problem.reference(params)          # the child; a failure shows again there, bounded
 
     def work():
         results = []

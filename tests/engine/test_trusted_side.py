@@ -389,3 +389,20 @@ def test_a_stalled_cell_in_the_shared_child_costs_only_its_own_points(monkeypatc
     assert calls == ["work", "_grade", "_grade"]
     assert scores == [1.0, 0.0]
     assert out.reasons == ["grading cell 'stuck' took longer than 1 s"]
+
+
+def test_a_notebooks_reference_is_computed_once_here_not_in_every_child(monkeypatch):
+    """grade_together computes the variant's reference in this process before it forks, so
+    the next notebook's child inherits it instead of solving again (some references train a model)."""
+    from graders import problems
+    problem = problems.get("w1-memory")
+    params = problem.variants["C"]
+    pending, again = _cells_of(problem, params, wrong=[]), _cells_of(problem, params, wrong=[])
+    monkeypatch.setattr(problem, "_memos", {}, raising=False)   # nothing remembered yet
+    solved = []
+    real = problem.solve
+    monkeypatch.setattr(problem, "solve", lambda p: solved.append(1) or real(p))
+    grading.grade_together(problem, params, pending)
+    assert solved == [1], "the reference was not computed here: every child would solve it again"
+    grading.grade_together(problem, params, again)
+    assert solved == [1] and all(cell.result["score"] == cell.result["max_score"] for cell in pending)
