@@ -139,9 +139,7 @@ def breakdown(course: Path, assignment: str, sample: int) -> dict:
 
     from graders.engine import course_dir
     from graders.engine import grading
-    from graders.engine import sanitize
-    from graders.engine import snapshot
-    from graders.sandbox.zygote import Zygote, run_job
+    from graders.sandbox.zygote import Zygote
     config = course_dir.load_config(course)
     loaded = course_dir.load_course(course, assignment, config)
     limits = course_dir.limits_from(config)
@@ -149,46 +147,58 @@ def breakdown(course: Path, assignment: str, sample: int) -> dict:
     rows = []
     with Zygote(secrets=[course]) as zygote:
         for student in students:
-            for name, instructor in loaded.notebooks.items():
-                if len(rows) >= sample:
-                    break
-                path = loaded.submission_dir(student) / f"{name}.ipynb"
-                t0 = time.monotonic()
-                try:
-                    nb = snapshot.read_submission(path)
-                    nb, _ = sanitize.sanitize(nb, instructor, assignment, student, loaded.begin_hidden, loaded.end_hidden)
-                    job, tests = grading.build_job(loaded, instructor, nb, student)
-                except Exception:  # noqa: BLE001 - a broken submission: nothing to time
-                    continue
-                t1 = time.monotonic()
-                run = run_job(zygote.socket_path, job, limits)
-                t2 = time.monotonic()
-                out = grading.NotebookResult(name)
-                grading.grade_cells(loaded, instructor, nb, student, run, tests, out)
-                t3 = time.monotonic()
-                u, cells = run.usage, [c for c in run.cells.values() if isinstance(c.get("started_at"), float)]
-                if not cells or "isolated_at" not in u:
-                    continue
-                first = min(c["started_at"] for c in cells)
-                last = max(c["started_at"] + c.get("seconds", 0) + c.get("answer_seconds", 0) for c in cells)
-                answers = sum(c.get("answer_seconds", 0) for c in cells)
-                rows.append({
-                    "prepare (trusted)": t1 - t0,
-                    "fork + control group": u["sandbox_at"] - u["fork_at"],
-                    "namespaces and root": u["root_at"] - u["sandbox_at"],
-                    "uid, rlimits, seccomp": u["isolated_at"] - u["root_at"],
-                    "IPython start": first - u["isolated_at"],
-                    "cells": sum(c.get("seconds", 0) for c in cells),
-                    "moving the answers": answers + max(0.0, t2 - u["end_at"]),
-                    "tear-down": u["end_at"] - last,
-                    "trusted comparison": t3 - t2,
-                    "total": t3 - t0,
-                    "memory_peak": u.get("memory_peak") or 0,
-                })
+            with grading.SharedGrading(loaded, student) as shared:   # as grade_submission grades them
+                rows += breakdown_submission(loaded, student, zygote, limits, sample - len(rows), shared)
     if not rows:
         return {}
     return {key: statistics.median(r[key] for r in rows) for key in rows[0]} | {
         "notebooks": len(rows), "cells_mean": statistics.fmean(r["cells"] for r in rows)}
+
+
+def breakdown_submission(loaded, student: str, zygote, limits, sample: int, shared) -> list[dict]:
+    """The stages of up to `sample` of one student's notebooks, graded one at a time."""
+    from graders.engine import grading
+    from graders.engine import sanitize
+    from graders.engine import snapshot
+    from graders.sandbox.zygote import run_job
+    assignment, rows = loaded.assignment, []
+    for name, instructor in loaded.notebooks.items():
+        if len(rows) >= sample:
+            break
+        path = loaded.submission_dir(student) / f"{name}.ipynb"
+        t0 = time.monotonic()
+        try:
+            nb = snapshot.read_submission(path)
+            nb, _ = sanitize.sanitize(nb, instructor, assignment, student, loaded.begin_hidden, loaded.end_hidden)
+            job, tests = grading.build_job(loaded, instructor, nb, student)
+        except Exception:  # noqa: BLE001 - a broken submission: nothing to time
+            continue
+        t1 = time.monotonic()
+        run = run_job(zygote.socket_path, job, limits)
+        t2 = time.monotonic()
+        out = grading.NotebookResult(name)
+        grading.grade_cells(loaded, instructor, nb, student, run, tests, out, shared=shared)
+        t3 = time.monotonic()
+        u, cells = run.usage, [c for c in run.cells.values() if isinstance(c.get("started_at"), float)]
+        if not cells or "isolated_at" not in u:
+            continue
+        first = min(c["started_at"] for c in cells)
+        last = max(c["started_at"] + c.get("seconds", 0) + c.get("answer_seconds", 0) for c in cells)
+        answers = sum(c.get("answer_seconds", 0) for c in cells)
+        rows.append({
+            "prepare (trusted)": t1 - t0,
+            "fork + control group": u["sandbox_at"] - u["fork_at"],
+            "namespaces and root": u["root_at"] - u["sandbox_at"],
+            "uid, rlimits, seccomp": u["isolated_at"] - u["root_at"],
+            "IPython start": first - u["isolated_at"],
+            "cells": sum(c.get("seconds", 0) for c in cells),
+            "moving the answers": answers + max(0.0, t2 - u["end_at"]),
+            "tear-down": u["end_at"] - last,
+            "trusted comparison": t3 - t2,
+            "total": t3 - t0,
+            "memory_peak": u.get("memory_peak") or 0,
+        })
+    return rows
 
 
 def print_ceiling(stages: dict, notebooks: int, t_plain: float, t_ours: float) -> None:

@@ -101,9 +101,9 @@ def recording(log: Path):
     original_notebook, original_run = grading.grade_notebook, grading.run_job
     current = {}
 
-    def grade_notebook(course, instructor, student, path, socket_path, limits):
+    def grade_notebook(course, instructor, student, path, socket_path, limits, shared=None):
         current.update(student=student, notebook=instructor.name)
-        return original_notebook(course, instructor, student, path, socket_path, limits)
+        return original_notebook(course, instructor, student, path, socket_path, limits, shared=shared)
 
     def run_job(socket_path, job, limits):
         run = original_run(socket_path, job, limits)

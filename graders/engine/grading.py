@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 
-from graders.bounded import Timeout, run_bounded
+from graders.bounded import BoundedChild, Timeout, run_bounded
 from graders.engine import feedback as say
 from graders.engine.blame import first_sandbox_fault
 from graders.engine.course_dir import Course, fit_files
@@ -110,14 +110,16 @@ def grade_submission(course: Course, student: str, socket_path: str, limits: Lim
     """Grade one student's submission (all notebooks of the assignment)."""
     result = SubmissionResult(student, key)
     folder = course.submission_dir(student)
-    for name, instructor in course.notebooks.items():
-        path = folder / f"{name}.ipynb"
-        own = for_notebook(limits, course.time_limits.get(name))
-        result.notebooks.append(grade_notebook(course, instructor, student, path, socket_path, own))
+    with SharedGrading(course, student) as shared:
+        for name, instructor in course.notebooks.items():
+            path = folder / f"{name}.ipynb"
+            own = for_notebook(limits, course.time_limits.get(name))
+            result.notebooks.append(grade_notebook(course, instructor, student, path, socket_path, own,
+                                                   shared=shared))
     return result
 
 
-def grade_notebook(course, instructor, student, path, socket_path, limits) -> NotebookResult:
+def grade_notebook(course, instructor, student, path, socket_path, limits, shared=None) -> NotebookResult:
     points = sum(float(c.max_score) for c in instructor.grade_cells)
     out = NotebookResult(instructor.name, max_score=points)
     if not path.exists() and not path.is_symlink():
@@ -152,7 +154,7 @@ def grade_notebook(course, instructor, student, path, socket_path, limits) -> No
                "cpu_seconds": run.usage.get("cpu_seconds"), "limit_seconds": limits.notebook_seconds}
     out.layers = {"monitor": run.monitor_layers, "sandbox": run.layers}
     try:
-        grade_cells(course, instructor, nb, student, run, tests, out)
+        grade_cells(course, instructor, nb, student, run, tests, out, shared=shared)
     except Exception as exc:  # noqa: BLE001
         out.notes, out.notebook = [], None
         return broken(out, instructor, course, f"the grader could not grade this notebook ({exc!r:.200})")
@@ -346,8 +348,9 @@ def extra_files(course: Course, student: str) -> dict:
     return files
 
 
-def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult):
-    """Scores from the sandbox's data, the autograded notebook, feedback and reasons."""
+def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult, shared=None):
+    """Scores from the sandbox's data, the autograded notebook, feedback and reasons
+    (the hidden-test cells in `shared`, the submission's grading child, when given)."""
     from nbgrader import utils
     problem, params, variant, tests = meta["problem"], meta["params"], meta["variant"], meta["tests"]
     out.variant = variant
@@ -377,7 +380,7 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult)
             out.comments[name] = "No response." if unchanged else None
     instant = course.instant
     grade_together(problem, params, [j for _, j, _ in judged.values() if isinstance(j, Pending)],
-                   instant=instant)
+                   instant=instant, shared=shared)
     fault = first_sandbox_fault(run, course.source_dir)
     for index, (name, judgement, reasons) in judged.items():
         cell = nb.cells[index]
@@ -559,30 +562,30 @@ def grade_bounded(problem, params, answers, keys, seconds: float | None = None, 
     return result
 
 
-def grade_together(problem, params, pending: list, instant: bool = False) -> None:
+def grade_together(problem, params, pending: list, instant: bool = False, shared=None) -> None:
     """Grade a notebook's Pending cells one after another in a single bounded child, with the
     bounds of one cell (time, memory, size) for all of them, and set each one's result.
 
-    It saves a fork per cell. A cell whose grading raised there, and every cell when the child
-    as a whole fails (past its time, out of memory, too large), keeps no result and is graded
-    again in a child of its own (`finish_test_cell`), so it is judged, and fails, exactly as alone.
+    It saves a fork per cell; with `shared` (SharedGrading), the child is the submission's,
+    which grades its notebooks one after another, and saves a fork per notebook too. A cell
+    whose grading raised there, and every cell when the child as a whole fails (past its time,
+    out of memory, too large), keeps no result and is graded again in a child of its own
+    (`finish_test_cell`), so it is judged, and fails, exactly as alone.
     """
-    if len(pending) < 2:
+    variant = shared.variant_of(problem, params) if shared is not None else None
+    if len(pending) < (1 if variant is not None else 2):
         return
     from graders import symbolic
-
-    def work():
-        results = []
-        for cell in pending:
-            try:
-                results.append(_grade(problem, params, cell.answers, cell.test["keys"], instant))
-            except Exception:  # noqa: BLE001 - graded again alone, which reports it
-                results.append(None)
-        return results
-
+    with contextlib.suppress(Exception):   # trusted (the variant's), remembered here and inherited by
+        problem.reference(params)          # the child; a failure shows again there, bounded
+    cells, results = [[cell.answers, cell.test["keys"]] for cell in pending], None
     try:
-        results = run_bounded(work, timeout=GRADE_SECONDS, memory_bytes=GRADE_MEMORY_BYTES,
-                              max_output=GRADE_RESULT_BYTES)
+        if variant is not None:
+            with contextlib.suppress(TypeError, ValueError):   # not plain data: a child of its own
+                results = shared.grade(problem, variant, cells, instant)
+        if results is None:
+            results = run_bounded(_grade_cells, problem, params, cells, instant, timeout=GRADE_SECONDS,
+                                  memory_bytes=GRADE_MEMORY_BYTES, max_output=GRADE_RESULT_BYTES)
     except Exception:  # noqa: BLE001 - Timeout, TooLarge, the child died: each cell alone instead
         return
     if not isinstance(results, list) or len(results) != len(pending):
@@ -591,6 +594,62 @@ def grade_together(problem, params, pending: list, instant: bool = False) -> Non
         if isinstance(result, dict):
             symbolic.remember(result.pop("decided", ()))
             cell.result = result
+
+
+def _grade_cells(problem, params, cells, instant) -> list:
+    """`_grade` of each (answers, keys) in turn (in a bounded child); None where it raised."""
+    results = []
+    for answers, keys in cells:
+        try:
+            results.append(_grade(problem, params, answers, keys, instant))
+        except Exception:  # noqa: BLE001 - graded again alone, which reports it
+            results.append(None)
+    return results
+
+
+def _serve_grading(request) -> list:
+    """A request to the submission's grading child (SharedGrading.grade), answered there."""
+    problem = _problem(request["problem"])
+    return _grade_cells(problem, problem.variants[request["variant"]], request["cells"], request["instant"])
+
+
+class SharedGrading:
+    """The one bounded child that grades a submission's hidden-test cells, notebook after notebook.
+
+    Forking the grading process (sympy, the problems, often torch) costs more than most of
+    the grading it bounds; a submission pays it once instead of once per notebook. Each
+    notebook's request keeps the bounds a child of its own had (GRADE_SECONDS, the memory
+    cap over what the process maps at the fork, GRADE_RESULT_BYTES); past one, the child is
+    killed (the next notebook gets a fresh one) and that notebook's cells are graded alone.
+    Only the course's registered problems, with one of their own variants, go through it:
+    the child finds them by name, so a request is plain data. It lives in the submission
+    (one student: what one answer leaves in it only that student's other notebooks meet,
+    each graded as alone), and is killed and reaped when the submission is graded.
+    """
+
+    def __init__(self, course, student: str):
+        self.course, self.student = course, student
+        self.child = BoundedChild(_serve_grading, memory_bytes=GRADE_MEMORY_BYTES, max_output=GRADE_RESULT_BYTES)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.child.close()
+        return False
+
+    @staticmethod
+    def variant_of(problem, params):
+        """The name of `params` among the registered `problem`'s variants (None: not one of them)."""
+        if problem is None or _problem(getattr(problem, "id", None)) is not problem:
+            return None
+        return next((name for name, p in problem.variants.items() if p is params), None)
+
+    def grade(self, problem, variant: str, cells: list, instant: bool) -> list:
+        if self.child.pid is None:    # every notebook's reference, here, for the child to inherit
+            warm_references(self.course, self.student)
+        return self.child.ask({"problem": problem.id, "variant": variant, "cells": cells, "instant": instant},
+                              timeout=GRADE_SECONDS)
 
 
 def instant_lines(problem, result) -> list[str]:

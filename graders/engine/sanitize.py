@@ -212,8 +212,44 @@ def sanitize(nb, instructor: InstructorNotebook, assignment: str, student: str,
         elif attr == "cell_type":
             notes.append(f"the type of cell {name!r} had been changed; it was restored")
     notes += readd_missing(nb, instructor)
+    _schema_checked_once()
     CheckCellMetadata(log=silent_log).preprocess(nb, resources)
     return nb, unique(notes)
+
+
+class _SchemaCheckedOnce:
+    """`jsonschema` as nbgrader's metadata validator uses it, but for one thing: `validate` checks
+    a schema against its meta-schema the first time it meets it, not once per cell.
+
+    nbgrader validates each cell's metadata with `jsonschema.validate(meta, schema)`, which
+    first validates the schema itself (nbgrader's own file, trusted), and that check cost
+    several times the cell's. Every cell's metadata is still validated in full, against the
+    same schema, with the same error (jsonschema's best match)."""
+
+    def __init__(self, module):
+        self._module, self._validators = module, {}
+
+    def validate(self, instance, schema, cls=None, *args, **kwargs):
+        if cls is not None or args or kwargs:
+            return self._module.validate(instance, schema, cls, *args, **kwargs)
+        key = json.dumps(schema, sort_keys=True)
+        validator = self._validators.get(key)
+        if validator is None:
+            cls = self._module.validators.validator_for(schema)
+            cls.check_schema(schema)
+            validator = self._validators[key] = cls(schema)
+        error = self._module.exceptions.best_match(validator.iter_errors(instance))
+        if error is not None:
+            raise error
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+
+def _schema_checked_once() -> None:
+    from nbgrader.nbgraderformat import common
+    if not isinstance(common.jsonschema, _SchemaCheckedOnce):
+        common.jsonschema = _SchemaCheckedOnce(common.jsonschema)
 
 
 def unique(items):

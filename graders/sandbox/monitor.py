@@ -239,10 +239,12 @@ def relay(conn, read_fd, pid, limits, started, group=None):
         if read_fd in ready:
             chunk = os.read(read_fd, 1 << 16)
             if not chunk:
-                # every writer closed the pipe: wait for the sandbox itself
-                time.sleep(0.01)
+                # every writer closed the pipe: wait for the sandbox itself (on its pidfd, which
+                # wakes the moment it exits; without one, poll, so as not to spin on the EOF)
                 if pidfd is not None:
                     select.select([pidfd], [], [], max(0.0, min(tick, deadline - time.monotonic())))
+                else:
+                    time.sleep(0.01)
                 continue
             total += len(chunk)
             if total > budget:

@@ -225,3 +225,37 @@ def test_hidden_tests_are_stripped_by_nbgraders_rule_even_unbalanced():
     assert strip_hidden(TEST, begin, end) == "assert x == 1"
     assert strip_hidden("a = 1\n### BEGIN HIDDEN TESTS\nsecret()", begin, end) == "a = 1"
     assert strip_hidden("plain", begin, end) == "plain"
+
+
+def _metadata_cell(i, **meta):
+    base = {"grade": True, "solution": False, "locked": True, "task": False, "schema_version": 3,
+            "grade_id": f"cell-{i}", "points": 1}
+    return nbformat.v4.new_code_cell("pass", metadata={"nbgrader": {**base, **meta}})
+
+
+def test_nbgraders_schema_is_checked_once_and_every_cells_metadata_still_in_full(monkeypatch):
+    """sanitize's metadata check (nbgrader's CheckCellMetadata) validates nbgrader's own schema
+    once, not once per cell, and still refuses a hostile cell's metadata with jsonschema's error."""
+    import jsonschema
+    from nbgrader.nbgraderformat import MetadataValidator, common
+
+    from graders.engine import sanitize as module
+    shim = module._SchemaCheckedOnce(jsonschema)
+    monkeypatch.setattr(common, "jsonschema", shim)
+    validator = MetadataValidator()
+    kind = jsonschema.validators.validator_for(validator.schema)
+    checked = []
+    real = kind.check_schema.__func__
+    monkeypatch.setattr(kind, "check_schema", classmethod(lambda cls, schema, **kw: checked.append(1)
+                                                         or real(cls, schema, **kw)))
+    validator.validate_nb(nbformat.v4.new_notebook(cells=[_metadata_cell(i) for i in range(20)]))
+    assert checked == [1], "nbgrader's schema was checked once per cell"
+    for hostile in ({"points": "ten"}, {"grade": "yes"}, {"grade_id": 7}, {"points": [1]}):
+        cell = _metadata_cell(99, **hostile)
+        with pytest.raises(jsonschema.ValidationError) as ours:
+            MetadataValidator().validate_cell(cell)
+        with pytest.raises(jsonschema.ValidationError) as theirs:
+            jsonschema.validate(cell.metadata["nbgrader"], validator.schema)
+        assert ours.value.message == theirs.value.message
+    module._schema_checked_once()
+    assert common.jsonschema is shim or isinstance(common.jsonschema, module._SchemaCheckedOnce)

@@ -375,7 +375,7 @@ def test_a_notebooks_cells_are_graded_in_one_child_exactly_as_alone(monkeypatch)
     together_out, pending = grading.NotebookResult("x"), _cells_of(problem, params, wrong=[first_key])
     grading.grade_together(problem, params, pending)
     together = [grading.finish_test_cell(cell, problem, params, "A", together_out) for cell in pending]
-    assert calls == ["work"], "a fork per cell instead of one for the notebook"
+    assert calls == ["_grade_cells"], "a fork per cell instead of one for the notebook"
     assert together == alone and together_out.checks == alone_out.checks
     full = [problem.points(keys) for keys in problem.cells.values()]
     assert together[0][0] < full[0] and [s for s, _ in together[1:]] == full[1:]   # only the wrong answer cost
@@ -404,6 +404,120 @@ def test_a_stalled_cell_in_the_shared_child_costs_only_its_own_points(monkeypatc
     with must_finish_within(15):
         grading.grade_together(problem, {}, pending)
         scores = [grading.finish_test_cell(cell, problem, {}, "A", out)[0] for cell in pending]
-    assert calls == ["work", "_grade", "_grade"]
+    assert calls == ["_grade_cells", "_grade", "_grade"]
     assert scores == [1.0, 0.0]
     assert out.reasons == ["grading cell 'stuck' took longer than 1 s"]
+
+
+def test_a_notebooks_reference_is_computed_once_here_not_in_every_child(monkeypatch):
+    """grade_together computes the variant's reference in this process before it forks, so
+    the next notebook's child inherits it instead of solving again (some references train a model)."""
+    from graders import problems
+    problem = problems.get("w1-memory")
+    params = problem.variants["C"]
+    pending, again = _cells_of(problem, params, wrong=[]), _cells_of(problem, params, wrong=[])
+    monkeypatch.setattr(problem, "_memos", {}, raising=False)   # nothing remembered yet
+    solved = []
+    real = problem.solve
+    monkeypatch.setattr(problem, "solve", lambda p: solved.append(1) or real(p))
+    grading.grade_together(problem, params, pending)
+    assert solved == [1], "the reference was not computed here: every child would solve it again"
+    grading.grade_together(problem, params, again)
+    assert solved == [1] and all(cell.result["score"] == cell.result["max_score"] for cell in pending)
+
+
+def _as_sent(pending):
+    """The cells' answers as the sandbox sends them: plain JSON data (graders.transport)."""
+    from graders import transport
+    for cell in pending:
+        cell.answers = json.loads(json.dumps({k: transport.encode(v) for k, v in cell.answers.items()}))
+    return pending
+
+
+def test_a_submissions_notebooks_share_one_grading_child_and_get_what_alone_gives(monkeypatch):
+    """With SharedGrading, two notebooks' cells are graded in one fork, and every cell's score,
+    feedback and evidence are what grading it alone gives."""
+    from graders import problems
+    from graders.bounded import BoundedChild
+    forks = []
+    real_start = BoundedChild._start
+    monkeypatch.setattr(BoundedChild, "_start", lambda self: forks.append(1) or real_start(self))
+    calls = _counting_forks(monkeypatch)
+    course = SimpleNamespace(notebooks={}, grades_only=False)
+    together, alone = [], []
+    with grading.SharedGrading(course, "someone") as shared:
+        for name, variant in (("w1-memory", "C"), ("w2-compute", "A")):
+            problem = problems.get(name)
+            params = problem.variants[variant]
+            first_key = next(iter(problem.cells.values()))[0]
+            out, pending = grading.NotebookResult(name), _as_sent(_cells_of(problem, params, wrong=[first_key]))
+            grading.grade_together(problem, params, pending, shared=shared)
+            assert all(cell.result is not None for cell in pending)
+            together.append(([grading.finish_test_cell(c, problem, params, variant, out) for c in pending],
+                             out.checks))
+            out = grading.NotebookResult(name)
+            alone.append(([grading.finish_test_cell(c, problem, params, variant, out)
+                           for c in _as_sent(_cells_of(problem, params, wrong=[first_key]))], out.checks))
+        assert shared.child.pid is not None
+    assert shared.child.pid is None, "the submission's grading child outlived it"
+    assert all(score < full for (score, _), full in [(t[0][0], problem.points(next(iter(problem.cells.values()))))
+                                                      for t, problem in zip(together, [problems.get("w1-memory"),
+                                                                                       problems.get("w2-compute")])])
+    assert forks == [1] and "_grade_cells" not in calls, "a fork per notebook instead of one per submission"
+    assert together == alone
+
+
+def test_a_shared_child_past_its_bound_costs_only_that_notebook(monkeypatch):
+    """A notebook whose cells stall the submission's child: the child is killed, that notebook's
+    cells are left to be graded alone, and the next notebook gets a fresh child that grades it."""
+    from graders import problems
+    monkeypatch.setattr(grading, "GRADE_SECONDS", 1.0)
+    problem = problems.get("w1-memory")
+    params = problem.variants["C"]
+    real = grading._grade_cells
+
+    def stalls_on_a_marked_answer(problem, params, cells, instant):
+        if any(answers.get("__stall__") for answers, _ in cells):
+            while True:
+                time.sleep(1)
+        return real(problem, params, cells, instant)
+    monkeypatch.setattr(grading, "_grade_cells", stalls_on_a_marked_answer)
+    with grading.SharedGrading(SimpleNamespace(notebooks={}, grades_only=False), "someone") as shared:
+        hostile = _as_sent(_cells_of(problem, params, wrong=[]))
+        hostile[0].answers["__stall__"] = True
+        with must_finish_within(15):
+            grading.grade_together(problem, params, hostile, shared=shared)
+        assert all(cell.result is None for cell in hostile) and shared.child.pid is None
+        honest = _as_sent(_cells_of(problem, params, wrong=[]))
+        grading.grade_together(problem, params, honest, shared=shared)
+        assert all(cell.result["score"] == cell.result["max_score"] for cell in honest)
+        assert shared.child.forks == 2
+
+
+def test_only_a_registered_problem_and_its_own_variant_go_to_the_shared_child():
+    """The child finds a problem by name: anything else (a stand-in, a copy of a variant's
+    parameters) is graded in a child of its own, as before."""
+    from graders import problems
+    problem = problems.get("w1-memory")
+    assert grading.SharedGrading.variant_of(problem, problem.variants["C"]) == "C"
+    assert grading.SharedGrading.variant_of(problem, dict(problem.variants["C"])) is None
+    assert grading.SharedGrading.variant_of(StallsOnOneCell(), {}) is None
+
+
+def test_a_submissions_notebooks_share_its_grading_child_and_no_other_submission_does(monkeypatch, tmp_path):
+    """What one student's answers leave in the shared child only that student's other notebooks
+    meet: grade_submission gives each submission its own, closed when it is graded."""
+    seen = []
+
+    def records(course, instructor, student, path, socket_path, limits, shared=None):
+        seen.append((student, shared))
+        return grading.NotebookResult(instructor)
+    monkeypatch.setattr(grading, "grade_notebook", records)
+    closed = []
+    monkeypatch.setattr(grading.SharedGrading, "__exit__", lambda self, *exc: closed.append(self) or False)
+    course = SimpleNamespace(notebooks={"a": "a", "b": "b"}, time_limits={}, submission_dir=lambda s: tmp_path / s)
+    for student in ("s1", "s2"):
+        grading.grade_submission(course, student, "socket", Limits())
+    (_, first), (_, again), (_, other), (_, other_again) = seen
+    assert first is again and other is other_again and first is not other
+    assert first.student == "s1" and other.student == "s2" and closed == [first, other]
