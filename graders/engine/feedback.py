@@ -56,6 +56,82 @@ def not_graded_yet(cell: int, why: str) -> str:
 
 
 # ------------------------------------------------------------------ a notebook
+# ---- why a notebook or a cell lost its points for a reason that is not mathematics (the
+# summary's and the feedback's "reasons")
+def grader_failed(step: str, exc: BaseException) -> str:
+    """The grader itself failed to `step` ("prepare", "grade") the notebook."""
+    return f"the grader could not {step} this notebook ({exc!r:.200})"
+
+
+def waits_for_a_person(cell: int, why: str) -> str:
+    return f"cell {cell}: {why}; its test cells from there wait in formgrader"
+
+
+def cell_interrupted(cell: int) -> str:
+    return f"cell {cell} ran past its time limit and was interrupted"
+
+
+def cell_raised(cell: int, ename: str) -> str:
+    return f"cell {cell} raised {ename[:80]}"
+
+
+def stopped(status: str, where: str, detail: str) -> str:
+    """Why a notebook's run ended before its last cell; `where` is " (in cell N)" or empty."""
+    return {
+        "timeout": f"the notebook was stopped{where}: {detail or 'it ran past its time limit'}",
+        "flood": f"the notebook was stopped{where}: {detail or 'it wrote too much output'}",
+        "crashed": f"the notebook stopped{where}: {detail or 'the grading process died'}",
+    }.get(status, f"the notebook could not be run{where}: {detail or status}")
+
+
+def ended_its_own_process(where: str) -> str:
+    return f"the notebook ended its own process{where} (os._exit or similar), so later cells never ran"
+
+
+REPORTING_TAMPERED = ("the notebook interfered with the sandbox's reporting (for instance by patching "
+                      "builtins), so its answers could not be read back")
+
+
+def no_variant(variant: str) -> str:
+    return f"this problem has no variant {variant} to grade"
+
+
+# why a hidden-test cell's answers could not be judged, by kind; `detail` fills in the rest
+CELL_REASONS = {
+    "checks raised": "the checks in cell {name!r} raised {detail}",
+    "answers timed out": "reading the answers of cell {name!r} timed out",
+    "grading too long": "grading cell {name!r} took longer than {detail}",
+    "not gradable": "cell {name!r} could not be graded ({detail})",
+}
+
+
+def cell_reason(kind: str, name: str, detail: str = "") -> str:
+    return CELL_REASONS[kind].format(name=name, detail=detail)
+
+
+def graded_instead(found: str, name: str) -> str:
+    return f"graded from `{found}`, handed in instead of `{name}.ipynb`"
+
+
+NOT_SUBMITTED = "the notebook was not submitted"
+
+
+def submitted_under_other_names(name: str, shown: str, several: bool) -> str:
+    """`shown`: the submission's notebooks, listed; `several`: more than one could be this one."""
+    return (f"{NOT_SUBMITTED} under its name `{name}.ipynb`; the submission holds {shown}"
+            + (" (more than one could be it: hand in one, named as released)" if several else ""))
+
+
+def another_notebook(name: str, other: str, assignment: str) -> str:
+    where = f" (assignment {assignment})" if assignment else ""
+    return (f"this is not {name}: it is the notebook of {other}{where}, handed in as `{name}.ipynb`, "
+            "so it was not graded")
+
+
+def processes_left(count: int) -> str:
+    return f"{count} process(es) the notebook started were still running at the end and were killed"
+
+
 def broken_notebook(reason: str) -> str:
     """The markdown cell heading a notebook that could not be graded at all."""
     return f"**This notebook could not be graded:** {reason}. Every cell scores 0."

@@ -129,8 +129,7 @@ def grade_notebook(course, instructor, student, path, socket_path, limits, share
             out.grades = {c.name: 0.0 for c in instructor.grade_cells}
             out.reasons.append(why)
             return out
-        out.notes.append(f"graded from `{found.relative_to(path.parent)}`, handed in instead of "
-                         f"`{instructor.name}.ipynb`")
+        out.notes.append(say.graded_instead(str(found.relative_to(path.parent)), instructor.name))
         path = found
     try:
         nb = read_submission(path)
@@ -145,7 +144,7 @@ def grade_notebook(course, instructor, student, path, socket_path, limits, share
     try:
         job, tests = build_job(course, instructor, nb, student)
     except Exception as exc:  # noqa: BLE001 - a grader bug must not stop the batch
-        return broken(out, instructor, course, f"the grader could not prepare this notebook ({exc!r:.200})")
+        return broken(out, instructor, course, say.grader_failed("prepare", exc))
     job["files"].setdefault(f"{instructor.name}.ipynb", str(path))   # the student's own file, where a kernel has it
     job["files"], left_out = fit_files(job["files"], limits)
     out.notes += left_out
@@ -157,7 +156,7 @@ def grade_notebook(course, instructor, student, path, socket_path, limits, share
         grade_cells(course, instructor, nb, student, run, tests, out, shared=shared)
     except Exception as exc:  # noqa: BLE001
         out.notes, out.notebook = [], None
-        return broken(out, instructor, course, f"the grader could not grade this notebook ({exc!r:.200})")
+        return broken(out, instructor, course, say.grader_failed("grade", exc))
     return out
 
 
@@ -189,15 +188,12 @@ def handed_in_instead(course: Course, folder: Path, name: str) -> tuple[Path | N
             break
     if len(matches) == 1:
         return matches[0], ""
-    why = "the notebook was not submitted"
     handed = matches + others
-    if handed:
-        shown = ", ".join(f"`{p.relative_to(folder)}`" + (f" (a notebook of assignment {a})" if a else "")
-                          for p in handed[:5] for a in [_other_assignment(course, p.stem)])
-        why += f" under its name `{name}.ipynb`; the submission holds {shown}"
-        if len(matches) > 1:
-            why += " (more than one could be it: hand in one, named as released)"
-    return None, why
+    if not handed:
+        return None, say.NOT_SUBMITTED
+    shown = ", ".join(f"`{p.relative_to(folder)}`" + (f" (a notebook of assignment {a})" if a else "")
+                      for p in handed[:5] for a in [_other_assignment(course, p.stem)])
+    return None, say.submitted_under_other_names(name, shown, len(matches) > 1)
 
 
 def _other_assignment(course: Course, stem: str) -> str:
@@ -239,10 +235,7 @@ def other_notebook(nb, instructor, course: Course) -> str:
             title = _TITLE.match(text.strip())
             if title and title.group(1) != instructor.name:
                 other = title.group(1)
-                where = _other_assignment(course, other)
-                where = f" (assignment {where})" if where else ""
-                return (f"this is not {instructor.name}: it is the notebook of {other}{where}, handed in as "
-                        f"`{instructor.name}.ipynb`, so it was not graded")
+                return say.another_notebook(instructor.name, other, _other_assignment(course, other))
             break
     return ""      # not named: graded as this notebook, its missing cells re-added (and said)
 
@@ -391,7 +384,7 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult,
         if fault and index >= fault[0] and score < float(tests[index]["points"]):
             # it may have lost its points to the sandbox, not to the student: a person decides
             score, lines = None, lines + [say.not_graded_yet(fault[0] + 1, fault[1])]
-            out.flags = [f"cell {fault[0] + 1}: {fault[1]}; its test cells from there wait in formgrader"]
+            out.flags = [say.waits_for_a_person(fault[0] + 1, fault[1])]
             out.checks.pop(name, None)    # no evidence of a mistake for the class report
         out.grades[name] = score
         out.feedback += lines
@@ -404,15 +397,14 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult,
         if index in tests or not isinstance(message, dict) or message.get("raised") is not True:
             continue
         if message.get("timeout") is True:
-            errors.append(f"cell {index + 1} ran past its time limit and was interrupted")
+            errors.append(say.cell_interrupted(index + 1))
         else:
-            errors.append(f"cell {index + 1} raised {str(message.get('ename') or 'an error')[:80]}")
+            errors.append(say.cell_raised(index + 1, str(message.get("ename") or "an error")))
     out.reasons = unique(([stopped] if stopped else []) + errors + out.reasons)
     if run.anomaly:
         out.notes.append(run.anomaly)
     if run.leftovers:
-        out.notes.append(f"{run.leftovers} process(es) the notebook started were still running at the end "
-                         "and were killed")
+        out.notes.append(say.processes_left(run.leftovers))
     out.score = float(sum(s for s in out.grades.values() if s))
     if out.notes:
         nb.cells.insert(0, nbformat.v4.new_markdown_cell(say.autograder_notes(out.notes)))
@@ -444,14 +436,9 @@ def _stop_reason(run) -> str:
         if run.finished:
             return ""
         if where:
-            return f"the notebook ended its own process{where} (os._exit or similar), so later cells never ran"
-        return ("the notebook interfered with the sandbox's reporting (for instance by patching "
-                "builtins), so its answers could not be read back")
-    return {
-        "timeout": f"the notebook was stopped{where}: {run.detail or 'it ran past its time limit'}",
-        "flood": f"the notebook was stopped{where}: {run.detail or 'it wrote too much output'}",
-        "crashed": f"the notebook stopped{where}: {run.detail or 'the grading process died'}",
-    }.get(run.status, f"the notebook could not be run{where}: {run.detail or run.status}")
+            return say.ended_its_own_process(where)
+        return say.REPORTING_TAMPERED
+    return say.stopped(run.status, where, run.detail)
 
 
 GRADE_SECONDS = 30.0            # one hidden-test cell's grading, outside the sandbox
@@ -487,17 +474,17 @@ def prepare_test_cell(test, message, problem, params, variant, stopped, out: Not
     if test.get("inside") or problem is None or not keys:
         return judged_inside(test, message, cell, out)
     if params is None:
-        reason = f"this problem has no variant {variant} to grade"
+        reason = say.no_variant(variant)
         out.reasons.append(reason)
         return 0.0, [say.not_graded(reason)]
     answers = message.get("answers")
     if message.get("raised") is not False and not isinstance(answers, dict):
         ename = str(message.get("ename") or "an error")[:80]
-        out.reasons.append(f"the checks in cell {name!r} raised {ename}")
+        out.reasons.append(say.cell_reason("checks raised", name, ename))
         return 0.0, [say.checks_raised(ename, points)]
     answers = answers if isinstance(answers, dict) else {}
     if answers.get("__timeout__"):
-        out.reasons.append(f"reading the answers of cell {name!r} timed out")
+        out.reasons.append(say.cell_reason("answers timed out", name))
         return 0.0, [say.ANSWERS_NEVER_RETURNED]
     answers = {k: answers[k] for k in keys if k in answers}
     raised = []
@@ -519,10 +506,10 @@ def finish_test_cell(pending: Pending, problem, params, variant, out: NotebookRe
         try:
             result = grade_bounded(problem, params, pending.answers, keys, instant=instant)
         except Timeout:
-            out.reasons.append(f"grading cell {name!r} took longer than {GRADE_SECONDS:g} s")
+            out.reasons.append(say.cell_reason("grading too long", name, f"{GRADE_SECONDS:g} s"))
             return 0.0, [say.grading_took_too_long(GRADE_SECONDS)]
         except Exception as exc:  # noqa: BLE001 - never let one answer stop the batch
-            out.reasons.append(f"cell {name!r} could not be graded ({str(exc)[:120] or type(exc).__name__})")
+            out.reasons.append(say.cell_reason("not gradable", name, str(exc)[:120] or type(exc).__name__))
             return 0.0, [say.CELL_NOT_GRADABLE]
     from graders.evidence import check_verdicts
     verdicts = result["checks"]   # plain data from the bounded child; kept in the gradebook as evidence

@@ -39,6 +39,15 @@ def test_the_wording_students_have_seen_is_kept():
     assert feedback.too_soon(60, 20) == ("Graded attempts must be at least 60 s apart; this one came 40 s "
                                          "after your last, so it was not graded. Submit again in 20 s.")
     assert feedback.not_graded_line("ada", "why") == "NOT GRADED ada: why"
+    assert feedback.stopped("timeout", " (in cell 3)", "") == "the notebook was stopped (in cell 3): it ran past its time limit"
+    assert feedback.stopped("odd", "", "") == "the notebook could not be run: odd"
+    assert feedback.submitted_under_other_names("w1", "`a.ipynb`", True) == (
+        "the notebook was not submitted under its name `w1.ipynb`; the submission holds `a.ipynb` "
+        "(more than one could be it: hand in one, named as released)")
+    assert feedback.another_notebook("w1", "w2", "") == ("this is not w1: it is the notebook of w2, handed in "
+                                                         "as `w1.ipynb`, so it was not graded")
+    assert feedback.cell_raised(4, "E" * 100) == "cell 4 raised " + "E" * 80
+    assert feedback.cell_reason("grading too long", "c1", "30 s") == "grading cell 'c1' took longer than 30 s"
 
 
 def test_the_refusal_page_escapes_what_it_is_given():
