@@ -195,7 +195,7 @@ def test_chapter_report_writes_the_similarity_page_beside_the_report(tmp_path, m
     def fake_report(root, assignment, out=None):
         out.mkdir(parents=True, exist_ok=True)
         return SimpleNamespace(text="(the class report)", html=out / "report.html", checks_csv=out / "checks.csv",
-                               mistakes_csv=out / "mistakes.csv", items_csv=out / "items.csv")
+                               mistakes_csv=out / "mistakes.csv", items_csv=out / "items.csv", deadlines_csv=None)
     monkeypatch.setattr(report, "build_report", fake_report)
     assert main(["report", "simclass", "--course", str(course), "--out", str(out)]) == 0
     text = capsys.readouterr().out

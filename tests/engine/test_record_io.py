@@ -157,7 +157,9 @@ def test_accept_records_and_journals_a_submission(course):
         assert GradingRun(course, Limits(), journal, report).accept(gb, result())
         assert record_io.artifacts_present(gb, course, result())
     assert journal.get("s1", "key")["state"] == "recorded"
-    assert report.results["s1"] == result() and not report.failed
+    assert report.results["s1"] == run.without_text(result()) and not report.failed
+    assert report.results["s1"].notebooks[0].notebook is None                 # written; not held
+    assert journal.get("s1", "key")["result"]["notebooks"][0]["notebook"] == result().notebooks[0].notebook
 
 
 def test_a_student_who_cannot_be_recorded_is_reported_and_kept_for_the_next_run(course, monkeypatch):
