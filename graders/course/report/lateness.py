@@ -71,7 +71,7 @@ def read(root, assignment: str) -> Lateness:
 
 
 def _read(gb, root, assignment: str) -> Lateness:
-    from nbgrader.api import Assignment, MissingEntry, SubmittedAssignment
+    from nbgrader.api import MissingEntry
 
     from graders.course.deadlines import DeadlineError, load
     out = Lateness()
@@ -86,9 +86,7 @@ def _read(gb, root, assignment: str) -> Lateness:
         out.problem = str(error)
     if policy is not None:
         out.file_due = policy.due.get(assignment)
-    submissions = (gb.db.query(SubmittedAssignment).join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
-                   .filter(Assignment.name == assignment).all())
-    for sub in sorted(submissions, key=lambda s: s.student_id):
+    for sub in sorted(gb.assignment_submissions(assignment), key=lambda s: s.student_id):
         own = sub.duedate
         late = sub.total_seconds_late if own is not None else 0.0
         penalty = round(sum(float(nb.late_submission_penalty or 0) for nb in sub.notebooks), 6)
