@@ -20,7 +20,8 @@ def test_the_command_line_skips_the_slow_iri_checker_and_still_validates_noteboo
 def test_a_check_preloads_what_the_items_notebooks_import():
     def notebooks(item):
         return [ROOT / folder / f"{item}.ipynb" for folder in ("solutions", "release")]
-    assert preload_for(notebooks("practice/p9-wsd-vs-cosine")) == ("torch", "matplotlib", "matplotlib.pyplot",
-                                                                  "IPython")
+    assert preload_for(notebooks("practice/p9-wsd-vs-cosine")) == ("torch", "torch._dynamo", "matplotlib",
+                                                                  "matplotlib.pyplot", "IPython")
+    assert "torch._dynamo" not in preload_for(notebooks("concept/c2-number-line"))
     assert "torch" not in preload_for(notebooks("worked/w1-memory"))
     assert preload_for([ROOT / "no-such-notebook.ipynb"]) == PRELOAD

@@ -152,14 +152,22 @@ def cmd_demo(args) -> int:
 
 
 def cmd_autograde(args) -> int:
-    from graders.engine.autograde import autograde
-    from graders.engine.course_dir import limits_from, load_config
     root = contract.course_root(args.course)
-    limits = limits_from(load_config(root), cell_seconds=args.cell_timeout,
-                         notebook_seconds=args.notebook_timeout)
-    report = autograde(root, args.assignment, workers=args.workers, limits=limits, force=args.force,
-                       progress=not args.no_progress, isolate=not args.no_isolation, scheduler=args.scheduler,
-                       allow_degraded=args.allow_degraded)
+    zygote = None
+    if not args.scheduler:   # its imports (seconds with torch) run beside this process's own
+        from graders.engine.warm import zygote_for
+        zygote = zygote_for(root, args.assignment, not args.no_isolation, args.allow_degraded)
+    try:
+        from graders.engine.autograde import autograde
+        from graders.engine.course_dir import limits_from, load_config
+        limits = limits_from(load_config(root), cell_seconds=args.cell_timeout,
+                             notebook_seconds=args.notebook_timeout)
+        report = autograde(root, args.assignment, workers=args.workers, limits=limits, force=args.force,
+                           progress=not args.no_progress, isolate=not args.no_isolation,
+                           scheduler=args.scheduler, allow_degraded=args.allow_degraded, zygote=zygote)
+    finally:
+        if zygote is not None:
+            zygote.close()
     from graders.course.deadlines import DeadlineError, load
     try:   # nbgrader's late-penalty plugin reads it too, but only into a log nobody sees
         load(root)

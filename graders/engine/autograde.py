@@ -56,8 +56,8 @@ from graders.engine.run import GradingRun, late_penalties, without_text
 from graders.engine.signals import Stopped, stop_signals
 from graders.engine.summary import Report, isolation_warnings
 from graders.engine.time_limits import for_notebook
-from graders.engine.warm import preload_for
-from graders.sandbox.zygote import PRELOAD, Limits, Zygote
+from graders.engine.warm import zygote_for
+from graders.sandbox.zygote import Limits, Zygote
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -123,21 +123,12 @@ def _autograde(root, assignment: str, options: Options) -> Report:
     zygote = options["zygote"]
     own_zygote = zygote is None and not options["scheduler"]
     if own_zygote:   # it preloads (seconds) while the course, journal and gradebook are read
-        zygote = Zygote(isolate=options["isolate"], secrets=[root], preload=_preload(root, assignment),
-                        allow_degraded=options["allow_degraded"]).start()
+        zygote = zygote_for(root, assignment, options["isolate"], options["allow_degraded"])
     try:
         return _grade_course(root, assignment, options, zygote, started)
     finally:
         if own_zygote:
             zygote.close()
-
-
-def _preload(root: Path, assignment: str) -> tuple[str, ...]:
-    """The libraries the assignment's own notebooks import (the instructor's source, never a
-    student's), so a course without torch does not wait for it; all of them when there is no
-    source to read. A library left out is imported in the sandbox when a cell needs it."""
-    notebooks = sorted((root / "source" / assignment).glob("*.ipynb"))
-    return preload_for(notebooks) if notebooks else PRELOAD
 
 
 def _grade_course(root: Path, assignment: str, options: Options, zygote, started: float) -> Report:

@@ -32,6 +32,25 @@ def shared_zygote(isolate: bool = True) -> Zygote:
 
 
 IMPORTED = re.compile(r"^\s*(?:import|from)\s+([A-Za-z_]\w*)", re.MULTILINE)
+# torch's optimizers, activation checkpointing and loss scaler import torch._dynamo (0.8 s) on their
+# first call: preloaded only for notebooks that call one of them (ON_USE: not for every torch user)
+DYNAMO_USERS = re.compile(r"\boptim\.\w|\bimport optim\b|\butils\.checkpoint\b|\bGradScaler\(")
+ON_USE = {"torch._dynamo"}
+
+
+def preload_for_assignment(root: Path, assignment: str) -> tuple[str, ...]:
+    """The libraries an assignment's own notebooks import (the instructor's source, never a
+    student's), so a course without torch does not wait for it; all of them when there is no
+    source to read. A library left out is imported in the sandbox when a cell needs it."""
+    notebooks = sorted((Path(root) / "source" / assignment).glob("*.ipynb"))
+    return preload_for(notebooks) if notebooks else PRELOAD
+
+
+def zygote_for(root: Path, assignment: str, isolate: bool = True, allow_degraded: bool = False) -> Zygote:
+    """A zygote of its own for grading `assignment` of the course at `root`, started (not yet ready).
+    `chapter autograde` starts it before it imports nbgrader, so its imports run beside the command's."""
+    return Zygote(isolate=isolate, secrets=[Path(root)], preload=preload_for_assignment(root, assignment),
+                  allow_degraded=allow_degraded).start()
 
 
 def preload_for(notebooks: list[Path]) -> tuple[str, ...]:
@@ -39,12 +58,16 @@ def preload_for(notebooks: list[Path]) -> tuple[str, ...]:
 
     Preloading is only for speed: a library not preloaded is imported inside the sandbox the
     first time a cell needs it. A notebook that cannot be read gets the whole list."""
-    names = set()
+    names = {"IPython"}
     for path in notebooks:
         try:
-            cells = json.loads(Path(path).read_text())["cells"]
-            names |= {m for c in cells if c.get("cell_type") == "code"
-                      for m in IMPORTED.findall("".join(c.get("source", "")))}
+            code = ["".join(c.get("source", "")) for c in json.loads(Path(path).read_text())["cells"]
+                    if c.get("cell_type") == "code"]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return PRELOAD
-    return tuple(m for m in PRELOAD if m.split(".")[0] in names or m == "IPython")
+        imported = {m for source in code for m in IMPORTED.findall(source)}
+        names |= imported
+        if "torch" in imported and any(DYNAMO_USERS.search(source) for source in code):
+            names.add("torch._dynamo")
+    # a library with what it brings (matplotlib.pyplot), but one in ON_USE only when called
+    return tuple(m for m in PRELOAD if m in names or m.split(".")[0] in names and m not in ON_USE)

@@ -40,3 +40,27 @@ def test_a_zygote_that_did_not_preload_matplotlib_still_shows_a_notebooks_figure
     assert not run.cells[0]["raised"], run.cells[0]["outputs"]
     assert any("image/png" in m for m in mimes(run))
     assert run.cells[1]["answers"]["lines"] == 1
+
+
+TRAINING = ("import sys, torch\n"
+            "before = 'torch._dynamo' in sys.modules\n"
+            "w = torch.nn.Parameter(torch.ones(2)); w.grad = torch.ones(2)\n"
+            "opt = torch.optim.SGD([w], lr=0.5); opt.step()\n"
+            "after = float(w.detach().sum())\n")
+TRAINING_JOB = {"cells": [{"index": 0, "source": TRAINING},
+                          {"index": 1, "source": "pass", "test": "t", "keys": ["before", "after"]}], "env": {}}
+
+
+@pytest.mark.skipif(not namespaces_permitted(), reason="needs namespaces")
+def test_torch_dynamo_is_warmed_only_when_preloaded_and_an_optimizer_works_either_way():
+    """Only an assignment whose notebooks make an optimizer pays for torch._dynamo in the zygote;
+    a cell that makes one anyway imports it itself and gets the same answer."""
+    answers = {}
+    for preload in (("torch", "IPython"), ("torch", "torch._dynamo", "IPython")):
+        with Zygote(preload=preload) as zygote:
+            run = zygote.run(TRAINING_JOB, LIMITS)
+        assert not run.cells[0]["raised"], run.cells[0]["outputs"]
+        answers[preload] = run.cells[1]["answers"]
+    light, full = answers.values()
+    assert light["before"] is False and full["before"] is True
+    assert light["after"] == full["after"] == 1.0
