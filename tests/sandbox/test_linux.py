@@ -52,3 +52,17 @@ def test_pivot_root_without_a_number_is_refused(monkeypatch):
     monkeypatch.setattr(linux, "SYS_PIVOT_ROOT", None)
     with pytest.raises(OSError, match="unknown syscall number"):
         linux.pivot_root("/nonexistent", "/nonexistent/.old")
+
+
+def test_only_whole_huge_pages_of_private_writable_anonymous_memory_are_collapsible():
+    maps = "\n".join([
+        "00400000-00a00000 r-xp 00000000 08:01 123 /usr/bin/python3.11",       # code: not anonymous
+        "01000000-01700000 rw-p 00000000 00:00 0 [heap]",                        # the heap: 3 whole
+        "7f0000100000-7f0000500000 rw-p 00000000 00:00 0",                     # 1 whole of 2 MiB
+        "7f0001000000-7f0001100000 rw-p 00000000 00:00 0",                     # under one: none
+        "7f0002000000-7f0002400000 rw-s 00000000 00:05 9 /dev/zero (deleted)",   # shared: no
+        "7f0003000000-7f0003400000 r--p 00000000 00:00 0",                     # read-only: no
+        "7f0004000000-7f0004400000 rw-p 00000000 08:01 77 /usr/lib/libx.so",    # a file's data: no
+        "7ffd00000000-7ffd00400000 rw-p 00000000 00:00 0 [stack]",               # the stack: no
+        "garbage"])
+    assert linux.collapsible(maps) == [(0x01000000, 0x01600000), (0x7f0000200000, 0x7f0000400000)]
