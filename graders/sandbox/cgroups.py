@@ -126,49 +126,6 @@ def detect():
     return plan
 
 
-def hasten_join(plan):
-    """Ready, in a thread, the wait that the first move into a control group costs; return its trigger.
-
-    A process's first write to a cgroup.procs after a quiet spell waits for an RCU grace period
-    (the kernel's threadgroup lock switching to its writer mode: ~5-10 ms measured here on cgroup
-    v1), while writes soon after another are fast. Once triggered, the thread writes the calling
-    process into the group it is already in (a move that changes nothing), so that the wait
-    overlaps the caller's own work (forking the sandbox) and the sandbox's `Group.join` a few
-    milliseconds later finds the lock ready. Trigger it after making groups: a mkdir waits for it.
-    The thread is started here, before the caller unshares a PID namespace (no thread can be made
-    after that). A failure only loses the overlap; returns None when there is nothing to hasten.
-    """
-    import threading
-    if "error" in plan or "pids" not in plan:
-        return None
-    path, go, writing = os.path.join(plan["pids"][1], "cgroup.procs"), threading.Event(), threading.Event()
-
-    def write():
-        if not go.wait(60):
-            return
-        try:
-            fd = os.open(path, os.O_WRONLY)
-        except OSError:
-            writing.set()
-            return
-        writing.set()                       # the write below waits without the interpreter's lock
-        try:
-            os.write(fd, str(os.getpid()).encode())
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-
-    def trigger():
-        go.set()
-        writing.wait(0.05)                  # let the thread reach its write before the caller forks
-    try:
-        threading.Thread(target=write, name="hasten-join", daemon=True).start()
-    except RuntimeError:
-        return None
-    return trigger
-
-
 def describe(plan):
     """A short text for the summary: which controller from which version."""
     if "error" in plan:

@@ -69,7 +69,6 @@ def monitor(conn, config):
     isolate = config.isolate and job.get("isolate", True)
     strict = isolate and not config.allow_degraded
     fork_at = time.monotonic()
-    hasten = isolation.CGROUPS.hasten_join(isolation.CGROUP_PLAN) if isolation.CGROUPS else None
     setup = isolation.Setup(job, config, None, isolate, strict, None, None)
     setup.layers.update({"pid_namespace": False, "subreaper": False})
     for layer in isolation.MONITOR_LAYERS:   # every one is tried: the refusal names all that failed
@@ -77,8 +76,6 @@ def monitor(conn, config):
     layers, failed, group = setup.layers, setup.failed, setup.group
     if failed and strict:
         return refuse(conn, layers, failed)
-    if hasten is not None and group is not None:   # the group is made (a mkdir would wait for it)
-        hasten()
     uid, lease = (lease_uid(config) if os.geteuid() == 0 and config.drop_uid
                   else (os.geteuid(), None))
     import shutil

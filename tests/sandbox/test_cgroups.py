@@ -84,26 +84,3 @@ def test_counters_are_read_from_their_text():
     assert cgroups._field("low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n", "oom_kill") == 2
     assert cgroups._field("oom_kill_disable 0\nunder_oom 0\n", "oom_kill") is None
     assert cgroups.monitor_of("chapter-sandbox-100-200") == 200 and cgroups.monitor_of("chapter-sandbox-x") is None
-
-
-def test_hasten_join_writes_the_caller_into_its_own_group_only_when_triggered(tmp_path):
-    """The thread waits for its trigger (groups are made first: a mkdir would wait behind it),
-    then writes the calling process into the group it is already in (the pids hierarchy's base)."""
-    procs = tmp_path / "cgroup.procs"
-    procs.write_text("")
-    trigger = cgroups.hasten_join({"pids": (1, str(tmp_path)), "memory": (1, "/nowhere")})
-    import time
-    time.sleep(0.05)
-    assert procs.read_text() == "", "written before its trigger"
-    trigger()
-    for _ in range(100):
-        if procs.read_text():
-            break
-        time.sleep(0.01)
-    assert procs.read_text() == str(__import__("os").getpid())
-
-
-def test_hasten_join_has_nothing_to_do_without_groups(tmp_path):
-    assert cgroups.hasten_join({"error": "no usable control group for pids"}) is None
-    trigger = cgroups.hasten_join({"pids": (1, str(tmp_path / "gone"))})
-    trigger()   # a group that cannot be written: only the overlap is lost, nothing raises
