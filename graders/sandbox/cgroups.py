@@ -175,10 +175,19 @@ class Group:
         return self
 
     def join(self):
-        """Move the calling process into the group (every hierarchy)."""
-        for path in sorted({d for _, d in self.dirs.values()}):
+        """Move the calling process into the group (every hierarchy).
+
+        A single-threaded process enters a v1 hierarchy through its `tasks` file, as its own thread
+        ("0"): moving the only thread moves the whole process, and the kernel then skips its global
+        threadgroup lock, whose first writer after a quiet spell waits for an RCU grace period
+        (cgroup.procs: ~10 ms a sandbox measured here, `tasks`: ~0.5 ms). Otherwise cgroup.procs.
+        """
+        versions = {d: version for version, d in self.dirs.values()}
+        single = _single_threaded()
+        for path in sorted(versions):
+            name = "tasks" if single and versions[path] == 1 else "cgroup.procs"
             try:
-                _write(f"{path}/cgroup.procs", 0)
+                _write(f"{path}/{name}", 0)
             except OSError as exc:
                 raise CgroupError(exc.errno, f"joining control group {path}: {exc.strerror}") from None
 
@@ -258,6 +267,13 @@ class Group:
             else:
                 gone = False
         return gone
+
+
+def _single_threaded(task_dir="/proc/self/task"):
+    try:
+        return len(os.listdir(task_dir)) == 1
+    except OSError:
+        return False
 
 
 def _int(text):

@@ -1,5 +1,7 @@
 """Finding the control groups (graders/sandbox/cgroups.py) from fake mount tables and hierarchies:
 cgroup v2, v1 and neither, whatever this machine has."""
+import os
+
 from graders.sandbox import cgroups
 
 V2_MOUNTINFO = "35 24 0:30 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw,nsdelegate\n"
@@ -84,3 +86,39 @@ def test_counters_are_read_from_their_text():
     assert cgroups._field("low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n", "oom_kill") == 2
     assert cgroups._field("oom_kill_disable 0\nunder_oom 0\n", "oom_kill") is None
     assert cgroups.monitor_of("chapter-sandbox-100-200") == 200 and cgroups.monitor_of("chapter-sandbox-x") is None
+
+
+def _fake_group(tmp_path):
+    plan = {"memory": (1, str(tmp_path / "v1")), "pids": (2, str(tmp_path / "v2"))}
+    group = cgroups.Group(plan, "chapter-sandbox-1-2")
+    for _, path in group.dirs.values():
+        os.makedirs(path)
+    return group
+
+
+def test_a_single_threaded_process_joins_v1_through_tasks_and_v2_through_cgroup_procs(tmp_path, monkeypatch):
+    """v1's tasks file with "0" moves the caller's one thread (the whole process) without the
+    kernel's global threadgroup lock and its grace-period wait; v2 has no such file."""
+    monkeypatch.setattr(cgroups, "_single_threaded", lambda: True)
+    group = _fake_group(tmp_path)
+    group.join()
+    v1, v2 = group.dirs["memory"][1], group.dirs["pids"][1]
+    assert open(f"{v1}/tasks").read() == "0" and not os.path.exists(f"{v1}/cgroup.procs")
+    assert open(f"{v2}/cgroup.procs").read() == "0" and not os.path.exists(f"{v2}/tasks")
+
+
+def test_a_process_with_threads_joins_through_cgroup_procs_everywhere(tmp_path, monkeypatch):
+    """tasks would move only the calling thread: the others would stay outside the group."""
+    monkeypatch.setattr(cgroups, "_single_threaded", lambda: False)
+    group = _fake_group(tmp_path)
+    group.join()
+    for _, path in group.dirs.values():
+        assert open(f"{path}/cgroup.procs").read() == "0" and not os.path.exists(f"{path}/tasks")
+
+
+def test_threads_are_counted_from_the_task_folder(tmp_path):
+    (tmp_path / "100").mkdir()
+    assert cgroups._single_threaded(str(tmp_path))
+    (tmp_path / "101").mkdir()
+    assert not cgroups._single_threaded(str(tmp_path))
+    assert not cgroups._single_threaded(str(tmp_path / "gone"))

@@ -345,3 +345,25 @@ def test_a_sandbox_whose_grader_goes_away_is_killed():
         assert name not in cgroups.groups_of(PLAN, pid), "the sandbox ran on without its grader"
         assert members and not [p for p in members if running(p)]
         assert zygote.alive()
+
+
+INSIDE = ("lambda text: ','.join(sorted(c for line in text.splitlines() for c in line.split(':')[1].split(',') "
+          "if 'chapter-sandbox-' in line.split(':', 2)[2]))")
+IN_GROUP = {"cells": [
+    {"index": 0, "source": "import os\nr, w = os.pipe()\npid = os.fork()\nif pid == 0:\n"
+                           "    os.write(w, open('/proc/self/cgroup', 'rb').read())\n    os._exit(0)\n"
+                           f"os.waitpid(pid, 0)\ninside = {INSIDE}\nchild = inside(os.read(r, 1 << 16).decode())\n"
+                           "mine = inside(open('/proc/self/cgroup').read())"},
+    {"index": 1, "source": "pass", "test": "t", "keys": ["mine", "child"]}], "env": {}}
+
+
+def test_the_notebook_and_its_children_are_in_its_group_in_every_hierarchy():
+    """The sandbox joins v1 hierarchies through `tasks` (its one thread): the whole process moves,
+    so the notebook and what it forks are in the sandbox's group wherever the plan has one."""
+    controllers = {("freezer" if what == "kill" else what) for what, (version, _) in PLAN.items()
+                   if what != "error" and version == 1}
+    with Zygote(preload=()) as zygote:
+        run = zygote.run(IN_GROUP, LIMITS)
+    answers = run.cells[1]["answers"]
+    for who in ("mine", "child"):
+        assert controllers <= set(answers[who]["str"].split(",")), (who, answers[who], controllers)
