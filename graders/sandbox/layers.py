@@ -36,6 +36,9 @@ SECCOMP_LIB = None  # libseccomp, opened in the zygote
 SECCOMP_CTX = None  # the compiled allowlist, built once in the zygote and loaded by each sandbox
 
 
+SECCOMP_BPF = None  # the same, as the kernel's BPF instructions (loaded without compiling it again)
+
+
 CGROUPS = None
 
 
@@ -52,7 +55,7 @@ def _load_by_path(name, path):
 
 def prepare_layers(config):
     """In the zygote: open libseccomp, compile the allowlist, find the control groups."""
-    global SECCOMP, SECCOMP_LIB, SECCOMP_CTX, CGROUPS, CGROUP_PLAN
+    global SECCOMP, SECCOMP_LIB, SECCOMP_CTX, SECCOMP_BPF, CGROUPS, CGROUP_PLAN
     probe = {}
     if config.isolate:
         try:
@@ -60,6 +63,10 @@ def prepare_layers(config):
             SECCOMP_LIB = SECCOMP.library()
             SECCOMP_CTX = SECCOMP.build(SECCOMP_LIB)
             probe["seccomp"] = True
+            try:
+                SECCOMP_BPF = SECCOMP.export(SECCOMP_LIB, SECCOMP_CTX)
+            except OSError as exc:      # each sandbox then compiles it again (seccomp_load)
+                probe["seccomp_export_error"] = str(exc)
         except OSError as exc:
             probe["seccomp"], probe["seccomp_error"] = False, str(exc)
     try:
@@ -79,6 +86,8 @@ def seccomp_filter():
     """Load the allowlist compiled in the zygote into this process (needs no_new_privs)."""
     if SECCOMP_CTX is None:
         raise OSError(errno.ENOSYS, "no seccomp filter could be built (libseccomp missing?)")
+    if SECCOMP_BPF is not None:
+        return SECCOMP.load(SECCOMP_BPF)
     result = SECCOMP_LIB.seccomp_load(SECCOMP_CTX)
     if result < 0:
         raise OSError(-result, f"seccomp_load: {os.strerror(-result)}")

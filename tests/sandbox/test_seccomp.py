@@ -67,3 +67,35 @@ def test_a_refused_rule_releases_the_context_and_says_which():
     with pytest.raises(OSError, match="seccomp rule for read"):
         seccomp.build(lib)
     assert lib.released == [1]
+
+
+def test_the_exported_program_loaded_by_itself_refuses_what_the_list_leaves_out():
+    """The zygote compiles the allowlist to BPF once (`export`); each sandbox loads those instructions
+    (`load`) instead of compiling them again. In a child: unshare is refused, getppid still runs."""
+    import ctypes
+    import os
+    try:
+        lib = seccomp.library()
+    except OSError:
+        pytest.skip("no libseccomp here")
+    ctx = seccomp.build(lib)
+    try:
+        program = seccomp.export(lib, ctx)
+    finally:
+        lib.seccomp_release(ctx)
+    assert len(program) % 8 == 0 and len(program) > 8 * 100
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            seccomp.load(program)
+            libc = ctypes.CDLL(None, use_errno=True)
+            refused = libc.unshare(0) == -1 and ctypes.get_errno() == errno.EPERM
+            os.write(write, f"{int(refused)} {os.getppid()}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    said = os.read(read, 100).decode().split()
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert said == ["1", str(os.getpid())], said
