@@ -14,6 +14,7 @@ import time
 from graders.sandbox.zygote import Limits, Zygote
 
 STAGES = {
+    "connect, monitor's fork": ("asked_at", "fork_at"),
     "fork + control group": ("fork_at", "sandbox_at"),
     "namespaces and root": ("sandbox_at", "root_at"),
     "uid, rlimits, seccomp": ("root_at", "isolated_at"),

@@ -125,7 +125,6 @@ def monitor(conn, config):
     if status == "ok":
         drain(conn, read_fd, pending, int(limits["output_bytes"]) - used)
     os.close(read_fd)
-    shutil.rmtree(scratch, ignore_errors=True)
     if group is not None and usage.get("oom_kills") and status in ("ok", "memory"):
         status, detail = "crashed", (f"its processes together used more than the notebook's "
                                      f"{_gib(limits['memory_bytes'])} memory limit, so it was stopped")
@@ -138,6 +137,7 @@ def monitor(conn, config):
     _send(conn, b"M ", {"type": "end", "status": status, "detail": detail, "exit": exit_code,
                         "leftovers": leftovers, "seconds": round(time.monotonic() - started, 3)})
     conn.close()
+    shutil.rmtree(scratch, ignore_errors=True)   # after the answer: every process that could write here is dead
     return 0
 
 

@@ -125,3 +125,20 @@ def test_owned_scratch_is_removed_on_the_way_out_and_swept_after_a_kill(tmp_path
     with owned_scratch(PREFIX) as again:
         assert not dead.exists() and os.path.isdir(again)
     assert os.listdir(tmp_path) == []
+
+
+def test_each_sandboxs_folder_is_removed_after_its_answer(tmp_path):
+    """The monitor removes its sandbox's private folder after it has sent the grader the answer
+    (so the answer comes sooner), but it does remove it: none is left once the monitors are gone."""
+    import time
+    from graders.sandbox.zygote import Limits, Zygote
+    with Zygote(preload=(), isolate=False) as zygote:
+        scratch = Path(zygote.dir, "scratch")
+        for i in range(3):
+            run = zygote.run({"cells": [{"index": 0, "source": "open('made-here', 'w').write('x')"}], "env": {},
+                              "files": {}}, Limits(cell_seconds=20, notebook_seconds=60))
+            assert run.status == "ok" and not run.cells[0]["raised"], run
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(p.name.startswith("chapter-sandbox-") for p in scratch.iterdir()):
+            time.sleep(0.05)
+        assert not [p.name for p in scratch.iterdir() if p.name.startswith("chapter-sandbox-")]
