@@ -215,8 +215,9 @@ class Zygote:
         try:
             self.ready = json.loads(line)
         except ValueError:
+            why = self.log_tail()        # before close(), which removes the folder the log is in
             self.close()
-            raise SandboxUnavailable(f"the sandbox zygote did not start: {self.log_tail()}") from None
+            raise SandboxUnavailable(f"the sandbox zygote did not start: {why}") from None
         return self
 
     def alive(self) -> bool:

@@ -142,3 +142,17 @@ def test_each_sandboxs_folder_is_removed_after_its_answer(tmp_path):
         while time.monotonic() < deadline and any(p.name.startswith("chapter-sandbox-") for p in scratch.iterdir()):
             time.sleep(0.05)
         assert not [p.name for p in scratch.iterdir() if p.name.startswith("chapter-sandbox-")]
+
+
+def test_a_zygote_that_cannot_start_says_why_and_leaves_no_folder(tmp_path, monkeypatch):
+    """Its last words (its log) reach the grader; before, reading them after the clean-up raised a
+    TypeError that hid them."""
+    import pytest
+    from graders.sandbox import zygote as zygote_module
+    broken = tmp_path / "broken_worker.py"
+    broken.write_text("import sys\nsys.stderr.write('the worker could not start: boom-1234\\n')\nsys.exit(3)\n")
+    monkeypatch.setattr(zygote_module, "WORKER", broken)
+    zygote = zygote_module.Zygote(isolate=False, start_timeout=30)
+    with pytest.raises(zygote_module.SandboxUnavailable, match="boom-1234"):
+        zygote.start().wait_ready()
+    assert zygote.dir is None and zygote.process is None
