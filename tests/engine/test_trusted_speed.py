@@ -1,0 +1,52 @@
+"""The trusted side's shortcuts (issue 29) give what nbformat's own, slower, calls give."""
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from graders.engine import grading
+
+HOSTILE_OUTPUTS = [
+    {"output_type": "stream", "name": "stdout", "text": "ok\n"},
+    {"output_type": "stream", "name": "stdin", "text": "renamed to stdout"},
+    {"output_type": "stream", "name": "stderr", "text": ["not", "a string"]},
+    {"output_type": "stream", "text": ""},
+    {"output_type": "error", "ename": 3, "evalue": None, "traceback": ["a", 2, None]},
+    {"output_type": "error", "traceback": "not a list"},
+    {"output_type": "execute_result", "data": {"text/plain": "1", "text/html": "<b>dropped</b>"},
+     "execution_count": 4},
+    {"output_type": "execute_result", "data": {"text/plain": "x"}, "execution_count": -1},
+    {"output_type": "execute_result", "data": {"text/plain": "x"}, "execution_count": True},
+    {"output_type": "execute_result", "data": {"text/plain": "x"}, "execution_count": 2 ** 70},
+    {"output_type": "execute_result", "data": {"text/plain": "x"}, "execution_count": "7"},
+    {"output_type": "execute_result", "data": {"text/plain": ["a list"]}, "execution_count": 1},
+    {"output_type": "display_data", "data": {"image/png": "iVBOR", "text/latex": "$x$"},
+     "metadata": {"forged": True}},
+    {"output_type": "display_data", "data": {"image/png": 12}},
+    {"output_type": "display_data", "data": "not a dict"},
+    {"output_type": "update_display_data", "data": {"text/plain": "x"}},
+    ["not", "a dict"],
+    None,
+]
+
+
+@pytest.mark.parametrize("item", HOSTILE_OUTPUTS, ids=range(len(HOSTILE_OUTPUTS)))
+def test_sandbox_outputs_are_kept_or_dropped_as_nbformats_checked_outputs_would_be(item, monkeypatch):
+    ours = grading.clean_outputs([item])
+    monkeypatch.setattr(grading, "new_output", nbformat.v4.new_output)   # checks each against the schema
+    assert ours == grading.clean_outputs([item])
+    for output in ours:
+        nbformat.validate(output, ref=output.output_type, version=4)
+
+
+def test_the_graders_own_outputs_match_nbformats():
+    made = [grading.new_output("stream", name="stdout", text="3 of 3 points\n"),
+            grading.new_output("execute_result", data={"text/plain": "3.0"}, execution_count=2),
+            grading.new_output("error", ename="Error", evalue="", traceback=[]),
+            grading.new_output("display_data", data={"image/png": "iVBOR"})]
+    assert made == [nbformat.v4.new_output("stream", name="stdout", text="3 of 3 points\n"),
+                    nbformat.v4.new_output("execute_result", data={"text/plain": "3.0"}, execution_count=2),
+                    nbformat.v4.new_output("error", ename="Error", evalue="", traceback=[]),
+                    nbformat.v4.new_output("display_data", data={"image/png": "iVBOR"})]
+    assert all(isinstance(o.get("data", nbformat.NotebookNode()), nbformat.NotebookNode) for o in made)
+
