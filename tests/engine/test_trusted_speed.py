@@ -50,3 +50,30 @@ def test_the_graders_own_outputs_match_nbformats():
                     nbformat.v4.new_output("display_data", data={"image/png": "iVBOR"})]
     assert all(isinstance(o.get("data", nbformat.NotebookNode()), nbformat.NotebookNode) for o in made)
 
+
+def _notebook():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Title\nline two"),
+        nbformat.v4.new_code_cell("x = 1\nprint(x)", outputs=[
+            grading.new_output("stream", name="stdout", text="1\n2\n"),
+            grading.new_output("display_data", data={"image/png": "iVBOR", "text/plain": "<Figure>"})]),
+        nbformat.v4.new_code_cell("y = 'é'")])
+    nb.cells[2]["id"] = "not a valid id!"
+    nb.metadata["forged"] = {"nested": ["a", 1]}
+    return nb
+
+
+def test_the_autograded_notebook_is_the_text_nbformat_writes(monkeypatch):
+    import copy
+    nb = _notebook()
+    expected = copy.deepcopy(nb)
+    for i, cell in enumerate(expected.cells):       # write_notebook's id rule, applied to nbformat's copy
+        if i == 2:
+            cell["id"] = "autograded-2"
+    expected.nbformat, expected.nbformat_minor = 4, 5
+    checked = []
+    monkeypatch.setattr(nbformat, "validate", lambda *a, **k: checked.append(a))
+    ours = grading.write_notebook(nb)
+    assert checked == []          # no second schema check of the whole notebook
+    assert ours == nbformat.writes(expected)
+    assert nbformat.reads(ours, as_version=4) == nbformat.reads(nbformat.writes(expected), as_version=4)
