@@ -77,3 +77,34 @@ def test_the_autograded_notebook_is_the_text_nbformat_writes(monkeypatch):
     assert checked == []          # no second schema check of the whole notebook
     assert ours == nbformat.writes(expected)
     assert nbformat.reads(ours, as_version=4) == nbformat.reads(nbformat.writes(expected), as_version=4)
+
+
+def _strip_hidden_as_before(source, begin, end):
+    """strip_hidden as it was: nbgrader's ClearHiddenTests built for each cell."""
+    from nbgrader.preprocessors import ClearHiddenTests
+    cell = nbformat.NotebookNode(cell_type="code", source=source, metadata={})
+    try:
+        ClearHiddenTests(begin_test_delimeter=begin, end_test_delimeter=end)._remove_hidden_test_region(cell)
+    except RuntimeError:
+        cell.source = source.split(begin)[0].rsplit("\n", 1)[0]
+    return cell.source
+
+
+SOURCES = ["plain", "", "a = 1\n", "x\r\ny", "a\n### BEGIN HIDDEN TESTS\nsecret()\n### END HIDDEN TESTS\nb",
+           "a\n### BEGIN HIDDEN TESTS\nsecret()", "a\n### END HIDDEN TESTS\nb", "END HIDDEN TESTS",
+           "a # BEGIN HIDDEN TESTS inline\nb\nEND HIDDEN TESTS", "BEGIN HIDDEN TESTS\nBEGIN HIDDEN TESTS\nEND HIDDEN TESTS",
+           "begin hidden tests\nlower case is not a marker"]
+MARKERS = [("BEGIN HIDDEN TESTS", "END HIDDEN TESTS"), ("", ""), ("<<", ">>"), ("BEGIN HIDDEN TESTS", "")]
+
+
+@pytest.mark.parametrize("begin, end", MARKERS)
+def test_hidden_tests_are_stripped_as_nbgraders_rule_strips_them(begin, end):
+    def outcome(strip, source):
+        try:
+            return strip(source, begin, end)
+        except Exception as exc:  # noqa: BLE001 - empty markers raise, before as now
+            return type(exc)
+
+    for _ in range(2):     # the second time from the kept ClearHiddenTests, after every hostile source
+        for source in SOURCES:
+            assert outcome(grading.strip_hidden, source) == outcome(_strip_hidden_as_before, source), source
