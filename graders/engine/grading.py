@@ -323,7 +323,7 @@ def build_job(course, instructor, nb, student):
 
 def extra_files(course: Course, student: str) -> dict:
     """Non-notebook files the notebook may read, as nbgrader would copy them: submission, then source."""
-    from nbgrader.utils import find_all_files
+    from graders.engine.shared import find_all_files
     files = {}
     for base in (course.submission_dir(student), Path(course.source_dir)):
         if not base.is_dir():

@@ -52,7 +52,7 @@ def fingerprint(course: Course, limits: Limits) -> str:
 
 def _source_files(digest, course: Course) -> None:
     """The assignment's own files beside its notebooks (helper modules, data), as the sandbox gets them."""
-    from nbgrader.utils import find_all_files
+    from graders.engine.shared import find_all_files
     base = getattr(course, "source_dir", None)
     if not base or not os.path.isdir(base):
         return

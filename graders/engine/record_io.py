@@ -173,7 +173,7 @@ def untimed(course: Course, student: str) -> str:
 
 def write_autograded(course: Course, result: SubmissionResult) -> None:
     """autograded/<student>/<assignment>/: the notebooks, and the other files nbgrader copies."""
-    from nbgrader.utils import find_all_files
+    from graders.engine.shared import find_all_files
     dest = course.autograded_dir(result.student)
     dest.mkdir(parents=True, exist_ok=True)
     for base in (course.submission_dir(result.student), Path(course.source_dir)):

@@ -108,3 +108,20 @@ def test_hidden_tests_are_stripped_as_nbgraders_rule_strips_them(begin, end):
     for _ in range(2):     # the second time from the kept ClearHiddenTests, after every hostile source
         for source in SOURCES:
             assert outcome(grading.strip_hidden, source) == outcome(_strip_hidden_as_before, source), source
+
+
+PATTERNS = [[], ["*.ipynb", "timestamp.txt"], [".ipynb_checkpoints", "*.pyc", "*.ipynb"], ["data"], ["*"],
+            ["sub/*.csv"], ["**"], ["[ab]*.txt", "?.py"], [".*"], ["*.txt", "deep"]]
+
+
+@pytest.mark.parametrize("exclude", PATTERNS, ids=range(len(PATTERNS)))
+def test_the_files_beside_a_notebook_are_nbgraders_own_walk(tmp_path, exclude):
+    from nbgrader.utils import find_all_files as nbgraders
+    from graders.engine.shared import find_all_files
+    for name in ["a.ipynb", "timestamp.txt", "a.txt", "b.txt", "c.txt", "x.py", "xy.py", ".hidden", "m.pyc",
+                 "data/d.csv", "data/inner/e.csv", "sub/f.csv", "sub/g.json", "sub/deep/h.txt",
+                 ".ipynb_checkpoints/a-checkpoint.ipynb", ".ipynb_checkpoints/n.txt", "[ab]*.txt"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    (tmp_path / "link").symlink_to(tmp_path / "a.txt")
+    assert find_all_files(str(tmp_path), exclude) == nbgraders(str(tmp_path), exclude)
