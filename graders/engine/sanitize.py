@@ -235,7 +235,7 @@ class _SchemaCheckedOnce:
     MEMO_TEXT = 2048           # metadata longer than this is never remembered
 
     def __init__(self, module):
-        self._module, self._validators, self._valid = module, {}, set()
+        self._module, self._validators, self._valid = module, {}, {}    # schema text -> valid metadata texts
 
     def validate(self, instance, schema, cls=None, *args, **kwargs):
         if cls is not None or args or kwargs:
@@ -250,13 +250,14 @@ class _SchemaCheckedOnce:
             text = json.dumps(instance, sort_keys=True)
         except (TypeError, ValueError, RecursionError):
             text = None
-        if text is not None and (key, text) in self._valid:
+        valid = self._valid.setdefault(key, set())
+        if text is not None and text in valid:
             return
         error = self._module.exceptions.best_match(validator.iter_errors(instance))
         if error is not None:
             raise error
-        if text is not None and len(text) <= self.MEMO_TEXT and len(self._valid) < self.MEMO_ENTRIES:
-            self._valid.add((key, text))
+        if text is not None and len(text) <= self.MEMO_TEXT and len(valid) < self.MEMO_ENTRIES:
+            valid.add(text)
 
     def __getattr__(self, name):
         return getattr(self._module, name)
