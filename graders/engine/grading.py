@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -749,6 +750,11 @@ def clean_outputs(raw) -> list:
 
 
 def limit_outputs(nb, course: Course) -> None:
+    _output_limiter(course.max_lines, course.max_traceback).preprocess(nb, {})
+
+
+@functools.lru_cache(maxsize=8)
+def _output_limiter(max_lines: int, max_traceback: int):
+    """nbgrader's LimitOutput for these limits, built once (it keeps nothing between notebooks)."""
     from nbgrader.preprocessors import LimitOutput
-    LimitOutput(log=silent_log, max_lines=course.max_lines, max_traceback=course.max_traceback) \
-        .preprocess(nb, {})
+    return LimitOutput(log=silent_log, max_lines=max_lines, max_traceback=max_traceback)

@@ -12,7 +12,9 @@ from graders.engine.shared import silent_log
 from graders.engine.snapshot import _Snapshot
 
 
+@functools.lru_cache(maxsize=1)
 def _overwrite_cells_class():
+    """(The class is made once; each notebook gets an instance of its own: it keeps that notebook's state.)"""
     from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 
     class SnapshotOverwriteCells(OverwriteCells):

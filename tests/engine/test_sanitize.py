@@ -314,3 +314,14 @@ def test_the_metadata_check_fails_as_nbgraders_own_does(cells):
 
     for _ in range(2):    # the second time with what the first remembered
         assert outcome(check_metadata) == outcome(lambda nb: CheckCellMetadata().preprocess(nb, {}))
+
+
+def test_what_one_notebook_changed_is_not_said_of_the_next():
+    """The preprocessors' classes are made once; what one tampered notebook left in them never
+    reaches the next student's notes or cells."""
+    tampered = submission()
+    tampered.cells[0].source = "The question, reworded."
+    _, notes = sanitize(tampered, instructor(), "a1", "s1")
+    assert notes
+    out, notes = sanitize(submission(), instructor(), "a1", "s2")
+    assert notes == [] and out.cells[0].source == SOURCE[0].source

@@ -125,3 +125,20 @@ def test_the_files_beside_a_notebook_are_nbgraders_own_walk(tmp_path, exclude):
         (tmp_path / name).write_text(name)
     (tmp_path / "link").symlink_to(tmp_path / "a.txt")
     assert find_all_files(str(tmp_path), exclude) == nbgraders(str(tmp_path), exclude)
+
+
+def test_outputs_are_limited_by_each_courses_own_limits():
+    from types import SimpleNamespace
+    from nbgrader.preprocessors import LimitOutput
+
+    def limited():
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x", outputs=[
+            grading.new_output("stream", name="stdout", text="\n".join(map(str, range(50)))),
+            grading.new_output("error", ename="E", evalue="", traceback=[str(i) for i in range(50)])])])
+        return nb
+
+    for lines, traceback in ((10, 6), (1000, 100), (10, 6), (-1, -1), (3, 20)):
+        ours, theirs = limited(), limited()
+        grading.limit_outputs(ours, SimpleNamespace(max_lines=lines, max_traceback=traceback))
+        LimitOutput(max_lines=lines, max_traceback=traceback).preprocess(theirs, {})
+        assert ours.cells[0].outputs == theirs.cells[0].outputs
