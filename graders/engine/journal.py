@@ -52,7 +52,7 @@ def fingerprint(course: Course, limits: Limits) -> str:
 
 def _source_files(digest, course: Course) -> None:
     """The assignment's own files beside its notebooks (helper modules, data), as the sandbox gets them."""
-    from nbgrader.utils import find_all_files
+    from graders.engine.shared import find_all_files
     base = getattr(course, "source_dir", None)
     if not base or not os.path.isdir(base):
         return
@@ -114,7 +114,15 @@ class Journal:
             return None
         return entry
 
-    def put(self, result: SubmissionResult, state: str) -> None:
+    def put(self, result: SubmissionResult, state: str, text: str | None = None) -> None:
+        """Keep `result` in `state`; `text` is `result_text(result)` when the caller has it already
+        (GradingRun.accept puts one unchanged result twice: its notebooks, figures included, are
+        serialised once)."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        data = json.dumps({"key": result.key, "state": state, "result": result.to_json()})
+        text = self.result_text(result) if text is None else text
+        data = f'{{"key": {json.dumps(result.key)}, "state": {json.dumps(state)}, "result": {text}}}'
         atomic_write(self.path(result.student), data.encode())
+
+    @staticmethod
+    def result_text(result: SubmissionResult) -> str:
+        return json.dumps(result.to_json())

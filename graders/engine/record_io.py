@@ -100,16 +100,20 @@ def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> s
         submission = gb.update_or_create_submission(assignment, student, timestamp=None)
     from nbgrader.api import Comment, Grade
     from sqlalchemy.orm import selectinload
+    notebooks = submitted_notebooks(gb, submission.id, [nb.name for nb in result.notebooks], assignment, student)
+    ids = [snb.id for snb in notebooks.values()]
+    # read manual scores fresh and hold the rows, so a grade formgrader saves meanwhile is not
+    # overwritten with a stale needs_manual_grade (SQLite ignores this and locks the file);
+    # the submission's grades (and comments) in one query, each row's cell in the same round
+    grades = gb.db.query(Grade).filter(Grade.notebook_id.in_(ids)).options(selectinload(Grade.cell)) \
+        .with_for_update().populate_existing().all()
+    comments = gb.db.query(Comment).filter(Comment.notebook_id.in_(ids)) \
+        .options(selectinload(Comment.cell)).all()
     for nb in result.notebooks:
-        snb = gb.find_submission_notebook(nb.name, assignment, student)
-        # read manual scores fresh and hold the rows, so a grade formgrader saves meanwhile is not
-        # overwritten with a stale needs_manual_grade (SQLite ignores this and locks the file);
-        # each row's cell comes in the same round, not one query per grade
-        grades = gb.db.query(Grade).filter(Grade.notebook_id == snb.id).options(selectinload(Grade.cell)) \
-            .with_for_update().populate_existing().all()
-        comments = gb.db.query(Comment).filter(Comment.notebook_id == snb.id) \
-            .options(selectinload(Comment.cell)).all()
+        snb = notebooks[nb.name]
         for grade in grades:
+            if grade.notebook_id != snb.id:   # another notebook's
+                continue
             name = grade.cell.name
             if name not in nb.grades:
                 continue
@@ -119,21 +123,40 @@ def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> s
             else:
                 grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
         for comment in comments:
-            if comment.cell.name in nb.comments:
+            if comment.notebook_id == snb.id and comment.cell.name in nb.comments:
                 comment.auto_comment = nb.comments[comment.cell.name]
     from graders.evidence import keep
     keep(gb.db, course.course_id, assignment, result)    # the class report's evidence, replaced
     gb.db.commit()
     if late_plugin is not None:
+        from nbgrader.api import SubmittedNotebook
+        from sqlalchemy.orm import undefer
+        gb.db.query(SubmittedNotebook).filter(SubmittedNotebook.id.in_(ids)) \
+            .options(undefer(SubmittedNotebook.score)).all()     # the notebooks' new scores, in one query
+        late = submission.total_seconds_late
         for nb in result.notebooks:
-            snb = gb.find_submission_notebook(nb.name, assignment, student)
-            snb.late_submission_penalty = None
-            if submission.total_seconds_late > 0:
-                penalty = late_plugin.late_submission_penalty(student, snb.score, submission.total_seconds_late)
+            snb = notebooks[nb.name]
+            penalty = None
+            if late > 0:
+                penalty = late_plugin.late_submission_penalty(student, snb.score, late)
                 if penalty is not None:
-                    snb.late_submission_penalty = min(max(penalty, 0), snb.score)
+                    penalty = min(max(penalty, 0), snb.score)
+            snb.late_submission_penalty = penalty     # set once: one UPDATE, not a reset and a set
         gb.db.commit()
     return why
+
+
+def submitted_notebooks(gb, submission_id: str, names: list[str], assignment: str, student: str) -> dict:
+    """{name: SubmittedNotebook} of one submission, in one query (nbgrader's find_submission_notebook
+    is a five-table join per notebook); MissingEntry, as nbgrader's, for a name it does not have."""
+    from nbgrader.api import MissingEntry, Notebook, SubmittedNotebook
+    rows = gb.db.query(SubmittedNotebook, Notebook.name).join(Notebook, Notebook.id == SubmittedNotebook.notebook_id) \
+        .filter(SubmittedNotebook.assignment_id == submission_id, Notebook.name.in_(set(names))).all()
+    found = {name: snb for snb, name in rows}
+    for name in names:
+        if name not in found:
+            raise MissingEntry(f"No such submitted notebook: {assignment}/{name} for {student}")
+    return found
 
 
 def submission_moment(course: Course, student: str):
@@ -150,7 +173,7 @@ def untimed(course: Course, student: str) -> str:
 
 def write_autograded(course: Course, result: SubmissionResult) -> None:
     """autograded/<student>/<assignment>/: the notebooks, and the other files nbgrader copies."""
-    from nbgrader.utils import find_all_files
+    from graders.engine.shared import find_all_files
     dest = course.autograded_dir(result.student)
     dest.mkdir(parents=True, exist_ok=True)
     for base in (course.submission_dir(result.student), Path(course.source_dir)):

@@ -55,8 +55,9 @@ class GradingRun:
         recorded.
         """
         with uninterrupted():
+            text = self.journal.result_text(result)     # recording reads the result, never changes it
             if fresh:
-                self.journal.put(result, "graded")
+                self.journal.put(result, "graded", text)
             try:
                 why = record(gb, self.course, result, self.late)
                 write_autograded(self.course, result)
@@ -65,7 +66,7 @@ class GradingRun:
                 return False
             if why:
                 self.report.untimed[result.student] = why
-            self.journal.put(result, "recorded")
+            self.journal.put(result, "recorded", text)
             self.report.results[result.student] = without_text(result)
             return True
 

@@ -1,6 +1,7 @@
 """A student's notebook put back into nbgrader's shape: flags restored, missing cells re-added, hidden tests stripped."""
 from __future__ import annotations
 
+import functools
 import json
 import math
 
@@ -11,7 +12,9 @@ from graders.engine.shared import silent_log
 from graders.engine.snapshot import _Snapshot
 
 
+@functools.lru_cache(maxsize=1)
 def _overwrite_cells_class():
+    """(The class is made once; each notebook gets an instance of its own: it keeps that notebook's state.)"""
     from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 
     class SnapshotOverwriteCells(OverwriteCells):
@@ -190,7 +193,7 @@ def _missing_locked_cell(maker, source):
 def sanitize(nb, instructor: InstructorNotebook, assignment: str, student: str,
              begin: str = "BEGIN HIDDEN TESTS", end: str = "END HIDDEN TESTS"):
     """nbgrader's sanitizing step (autograde's first pass), fed from the snapshot; returns notes."""
-    from nbgrader.preprocessors import CheckCellMetadata, ClearOutput
+    from nbgrader.preprocessors import ClearOutput
     notes = normalize(nb)
     duplicated = deduplicate(nb)
     if duplicated:
@@ -212,22 +215,29 @@ def sanitize(nb, instructor: InstructorNotebook, assignment: str, student: str,
         elif attr == "cell_type":
             notes.append(f"the type of cell {name!r} had been changed; it was restored")
     notes += readd_missing(nb, instructor)
-    _schema_checked_once()
-    CheckCellMetadata(log=silent_log).preprocess(nb, resources)
+    check_metadata(nb)
     return nb, unique(notes)
 
 
 class _SchemaCheckedOnce:
-    """`jsonschema` as nbgrader's metadata validator uses it, but for one thing: `validate` checks
-    a schema against its meta-schema the first time it meets it, not once per cell.
+    """`jsonschema` as nbgrader's metadata validator uses it, but for two things: `validate` checks
+    a schema against its meta-schema the first time it meets it, not once per cell, and it
+    remembers the metadata it found valid, so the same metadata (every student's copy of a cell,
+    the flags `restore_flags` wrote) is not walked through the schema again.
 
     nbgrader validates each cell's metadata with `jsonschema.validate(meta, schema)`, which
     first validates the schema itself (nbgrader's own file, trusted), and that check cost
-    several times the cell's. Every cell's metadata is still validated in full, against the
-    same schema, with the same error (jsonschema's best match)."""
+    several times the cell's. Metadata met for the first time, and any metadata that is not
+    valid, is still validated in full, against the same schema, with the same error
+    (jsonschema's best match). Only valid metadata is remembered, under its exact JSON text
+    (1, 1.0 and true apart) and that of its schema: an answer can add only what is valid, and
+    changed metadata is a new text, validated again."""
+
+    MEMO_ENTRIES = 4096        # then nothing more is remembered (a hostile notebook of distinct metadata)
+    MEMO_TEXT = 2048           # metadata longer than this is never remembered
 
     def __init__(self, module):
-        self._module, self._validators = module, {}
+        self._module, self._validators, self._valid = module, {}, {}    # schema text -> valid metadata texts
 
     def validate(self, instance, schema, cls=None, *args, **kwargs):
         if cls is not None or args or kwargs:
@@ -237,10 +247,19 @@ class _SchemaCheckedOnce:
         if validator is None:
             cls = self._module.validators.validator_for(schema)
             cls.check_schema(schema)
-            validator = self._validators[key] = cls(schema)
+            validator = self._validators[key] = cls(json.loads(key))   # its own copy: nothing changes it
+        try:
+            text = json.dumps(instance, sort_keys=True)
+        except (TypeError, ValueError, RecursionError):
+            text = None
+        valid = self._valid.setdefault(key, set())
+        if text is not None and text in valid:
+            return
         error = self._module.exceptions.best_match(validator.iter_errors(instance))
         if error is not None:
             raise error
+        if text is not None and len(text) <= self.MEMO_TEXT and len(valid) < self.MEMO_ENTRIES:
+            valid.add(text)
 
     def __getattr__(self, name):
         return getattr(self._module, name)
@@ -250,6 +269,24 @@ def _schema_checked_once() -> None:
     from nbgrader.nbgraderformat import common
     if not isinstance(common.jsonschema, _SchemaCheckedOnce):
         common.jsonschema = _SchemaCheckedOnce(common.jsonschema)
+
+
+def check_metadata(nb) -> None:
+    """nbgrader's CheckCellMetadata, with one of its validators kept (building one reads and
+    parses three schema files); the same checks, the same error when one fails."""
+    from nbgrader.nbgraderformat import ValidationError
+    _schema_checked_once()
+    try:
+        _metadata_validator().validate_nb(nb)
+    except ValidationError:
+        raise ValidationError("Notebook failed to validate; the nbgrader metadata may be corrupted.") from None
+
+
+@functools.lru_cache(maxsize=1)
+def _metadata_validator():
+    """nbgrader's MetadataValidator (its validate_nb keeps nothing between notebooks)."""
+    from nbgrader.nbgraderformat import MetadataValidator
+    return MetadataValidator()
 
 
 def unique(items):
@@ -263,11 +300,19 @@ def unique(items):
 
 def strip_hidden(source: str, begin: str, end: str) -> str:
     """A test cell's visible part, by nbgrader's own ClearHiddenTests rule."""
-    from nbgrader.preprocessors import ClearHiddenTests
+    if begin not in source and end not in source:
+        return source    # no marker on any line: the rule keeps every line (and building it cost more)
     cell = nbformat.NotebookNode(cell_type="code", source=source, metadata={})
     try:
-        ClearHiddenTests(log=silent_log, begin_test_delimeter=begin, end_test_delimeter=end) \
-            ._remove_hidden_test_region(cell)
+        _hidden_tests_clearer(begin, end)._remove_hidden_test_region(cell)
     except RuntimeError:   # unbalanced markers: keep nothing after the first BEGIN
         cell.source = source.split(begin)[0].rsplit("\n", 1)[0]
     return cell.source
+
+
+@functools.lru_cache(maxsize=8)
+def _hidden_tests_clearer(begin: str, end: str):
+    """nbgrader's ClearHiddenTests for these markers, built once (a traitlets object costs ~0.1 ms;
+    its region rule keeps no state between cells)."""
+    from nbgrader.preprocessors import ClearHiddenTests
+    return ClearHiddenTests(log=silent_log, begin_test_delimeter=begin, end_test_delimeter=end)

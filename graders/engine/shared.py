@@ -1,7 +1,8 @@
-"""Two small things several engine modules need: a silent log for nbgrader's apps, and a file
-written whole or not at all."""
+"""Small things several engine modules need: a silent log for nbgrader's apps, a file written
+whole or not at all, and nbgrader's walk of a folder's files."""
 from __future__ import annotations
 
+import glob
 import logging
 import os
 from pathlib import Path
@@ -21,3 +22,29 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
     if mode is not None:
         os.chmod(tmp, mode)
     os.replace(tmp, path)
+
+
+def find_all_files(path: str, exclude: list[str]) -> list[str]:
+    """nbgrader's `utils.find_all_files(path, exclude)`, the same files in the same order, with each
+    folder globbed once per pattern instead of once per pattern for every file in it (nbgrader's
+    `is_ignored` globs the file's folder to ask about one file: most of a notebook's preparation
+    time went there)."""
+    globbed: dict[tuple[str, str], set[str]] = {}
+
+    def ignored(name: str) -> bool:     # nbgrader's is_ignored: `name` among its folder's glob matches
+        folder = os.path.dirname(name)
+        for expr in exclude:
+            matches = globbed.get((folder, expr))
+            if matches is None:
+                matches = globbed[folder, expr] = set(glob.glob(os.path.join(folder, expr)))
+            if name in matches:
+                return True
+        return False
+
+    files, to_skip = [], []
+    for dirname, dirnames, filenames in os.walk(path):
+        if ignored(dirname) or dirname in to_skip:
+            to_skip.extend(os.path.join(dirname, x) for x in dirnames)
+            continue
+        files.extend(full for full in (os.path.join(dirname, f) for f in filenames) if not ignored(full))
+    return files

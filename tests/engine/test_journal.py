@@ -223,3 +223,15 @@ def test_every_student_name_has_its_own_file_inside_the_journal(course, student)
 
 def test_the_journal_lives_under_the_course(course):
     assert Journal(course).dir == Path(course.root) / journal.JOURNAL / ASSIGNMENT
+
+
+def test_a_result_put_with_its_text_is_the_file_put_without_it(course):
+    """GradingRun.accept serialises a result once for its two puts: the files are as before."""
+    kept = Journal(course)
+    graded = SubmissionResult('s"1\u00e9', 'k"\\', [NotebookResult("nb", notebook='{"cells": ["\u00e9\\n"]}',
+                                                                  grades={"t": 1.0}, feedback=["a\nb"])])
+    for state in ("graded", "recorded"):
+        kept.put(graded, state, Journal.result_text(graded))
+        assert kept.path(graded.student).read_text() == json.dumps(
+            {"key": graded.key, "state": state, "result": graded.to_json()})
+        assert kept.get(graded.student, graded.key)["state"] == state

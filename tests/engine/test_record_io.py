@@ -279,3 +279,40 @@ def test_on_postgresql_a_failure_half_way_leaves_nothing_and_a_success_is_one_co
             assert conn.execute(text("select auto_score from grade")).scalar() == 2.0
     finally:
         reader.dispose()
+
+
+class HalfOff:
+    def late_submission_penalty(self, student, score, seconds):
+        return score / 2
+
+
+def test_a_submissions_queries_do_not_grow_with_its_notebooks(course):
+    """Its notebooks, grades, comments and late scores are read in one query each, not one per
+    notebook (nbgrader's find_submission_notebook per notebook cost most of a record's time)."""
+    from sqlalchemy import event
+    late_gradebook(course)
+    with gradebook(course) as gb:
+        for n in range(1, 4):
+            gb.add_notebook(f"nb{n}", ASSIGNMENT)
+            gb.add_grade_cell("test", f"nb{n}", ASSIGNMENT, max_score=2.0, cell_type="code")
+            gb.add_solution_cell("answer", f"nb{n}", ASSIGNMENT)
+
+    def submission(count, score):
+        return SubmissionResult("s1", "key", [
+            NotebookResult(name, score=score, max_score=2.0, grades={"test": score}, comments={"answer": None})
+            for name in ["nb", "nb1", "nb2", "nb3"][:count]])
+
+    with gradebook(course) as gb:
+        record_io.record(gb, course, submission(4, 2.0), HalfOff())     # first sight: nbgrader adds the rows
+        statements = []
+        event.listen(gb.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+        counts = {}
+        for count in (1, 4):
+            del statements[:]
+            record_io.record(gb, course, submission(count, 2.0), HalfOff())   # a regrade: nothing changes
+            counts[count] = len(statements)
+        assert counts[4] == counts[1]
+        record_io.record(gb, course, submission(4, 1.0), HalfOff())
+        for name in ["nb", "nb1", "nb2", "nb3"]:
+            snb = gb.find_submission_notebook(name, ASSIGNMENT, "s1")
+            assert (snb.score, snb.late_submission_penalty) == (1.0, 0.5)   # the penalty saw the new score

@@ -259,3 +259,69 @@ def test_nbgraders_schema_is_checked_once_and_every_cells_metadata_still_in_full
         assert ours.value.message == theirs.value.message
     module._schema_checked_once()
     assert common.jsonschema is shim or isinstance(common.jsonschema, module._SchemaCheckedOnce)
+
+
+def test_valid_metadata_is_remembered_and_nothing_else(monkeypatch):
+    """The metadata check remembers metadata it found valid, under its exact text: a changed
+    value (1 -> true, "ten"), and any metadata that failed, is validated again, every time."""
+    import jsonschema
+    from nbgrader.nbgraderformat import MetadataValidator
+
+    from graders.engine import sanitize as module
+    shim = module._SchemaCheckedOnce(jsonschema)
+    schema = MetadataValidator().schema
+    walked = []
+    kind = jsonschema.validators.validator_for(schema)
+    real = kind.iter_errors
+    monkeypatch.setattr(kind, "iter_errors", lambda self, instance, *a:   # a cell's metadata, not the schema
+                        (walked.append(1) if "grade_id" in instance else None) or real(self, instance, *a))
+    good = _metadata_cell(1).metadata["nbgrader"]
+    for _ in range(3):
+        shim.validate(good, schema)
+    assert len(walked) == 1
+    for hostile in ({"points": True}, {"points": "ten"}, {"grade": 1}, {"grade_id": 7}):
+        for _ in range(2):
+            with pytest.raises(jsonschema.ValidationError):
+                shim.validate({**good, **hostile}, schema)
+    assert len(walked) == 1 + 8
+    shim.validate({**good, "points": 1.0}, schema)       # another text: validated (and valid)
+    shim.validate({**good, "points": 2}, schema)
+    assert len(walked) == 1 + 8 + 2
+    shim.validate(good, schema)
+    assert len(walked) == 1 + 8 + 2
+
+
+@pytest.mark.parametrize("cells", [
+    [_metadata_cell(1), _metadata_cell(1)],                                        # the same id twice
+    [nbformat.v4.new_markdown_cell("x", metadata={"nbgrader": {
+        "grade": True, "solution": False, "locked": False, "schema_version": 3, "grade_id": "m", "points": 1}})],
+    [_metadata_cell(1, points="ten")],
+    [_metadata_cell(1, schema_version=9)],
+    [_metadata_cell(1, grade_id="")],
+    [_metadata_cell(1), _metadata_cell(2)],                                        # valid
+])
+def test_the_metadata_check_fails_as_nbgraders_own_does(cells):
+    from nbgrader.preprocessors import CheckCellMetadata
+
+    from graders.engine.sanitize import check_metadata
+
+    def outcome(check):
+        try:
+            check(nbformat.v4.new_notebook(cells=[nbformat.from_dict(c) for c in cells]))
+        except Exception as exc:  # noqa: BLE001 - the kind and message are what is compared
+            return type(exc), str(exc)
+        return None
+
+    for _ in range(2):    # the second time with what the first remembered
+        assert outcome(check_metadata) == outcome(lambda nb: CheckCellMetadata().preprocess(nb, {}))
+
+
+def test_what_one_notebook_changed_is_not_said_of_the_next():
+    """The preprocessors' classes are made once; what one tampered notebook left in them never
+    reaches the next student's notes or cells."""
+    tampered = submission()
+    tampered.cells[0].source = "The question, reworded."
+    _, notes = sanitize(tampered, instructor(), "a1", "s1")
+    assert notes
+    out, notes = sanitize(submission(), instructor(), "a1", "s2")
+    assert notes == [] and out.cells[0].source == SOURCE[0].source
