@@ -2,7 +2,8 @@
 
     python bench/zygote_ready_bench.py --runs 5
 
-Each row is one preload list: the full one (`PRELOAD`), and what `graders.engine.warm.preload_for`
+Each row is one preload list: the full one (`PRELOAD`), the same without torch._dynamo (notebooks
+that use torch but make no optimizer, checkpoint or loss scaler), and what `graders.engine.warm.preload_for`
 gives for notebooks importing only numpy and sympy, or nothing. Ready = `Zygote.start()` to
 `wait_ready()` returning (the zygote has imported, warmed up and is listening).
 """
@@ -14,7 +15,9 @@ import time
 
 from graders.sandbox.zygote import PRELOAD, Zygote
 
-LISTS = {"full (PRELOAD)": PRELOAD, "numpy+sympy": ("numpy", "sympy", "IPython"), "IPython only": ("IPython",)}
+LISTS = {"full (PRELOAD)": PRELOAD,
+         "torch, no optimizer": tuple(m for m in PRELOAD if m != "torch._dynamo"),
+         "numpy+sympy": ("numpy", "sympy", "IPython"), "IPython only": ("IPython",)}
 
 
 def ready_seconds(preload) -> float:
@@ -33,7 +36,7 @@ def main() -> None:
     args = parser.parse_args()
     for name, preload in LISTS.items():
         times = [ready_seconds(preload) for _ in range(args.runs)]
-        print(f"{name:<16} median {statistics.median(times):.2f} s  "
+        print(f"{name:<20} median {statistics.median(times):.2f} s  "
               f"(runs: {', '.join(f'{t:.2f}' for t in times)})", flush=True)
 
 
