@@ -20,8 +20,8 @@ from collections import namedtuple
 
 from _sandbox_linux import (CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWUTS, MNT_DETACH,
                             MS_BIND, MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_PRIVATE, MS_RDONLY, MS_REC, MS_REMOUNT,
-                            PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG, mount, own_vm_size, pivot_root, prctl,
-                            sethostname, umount, unshare)
+                            PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG, load_seccomp, mount, own_vm_size,
+                            pivot_root, prctl, sethostname, umount, unshare)
 
 WORK = "/home/student"   # the notebook's working directory inside the sandbox
 
@@ -34,8 +34,6 @@ SECCOMP_LIB = None  # libseccomp, opened in the zygote
 
 
 SECCOMP_CTX = None  # the compiled allowlist, built once in the zygote and loaded by each sandbox
-
-
 SECCOMP_BPF = None  # the same, as the kernel's BPF instructions (loaded without compiling it again)
 
 
@@ -87,7 +85,7 @@ def seccomp_filter():
     if SECCOMP_CTX is None:
         raise OSError(errno.ENOSYS, "no seccomp filter could be built (libseccomp missing?)")
     if SECCOMP_BPF is not None:
-        return SECCOMP.load(SECCOMP_BPF)
+        return load_seccomp(SECCOMP_BPF)
     result = SECCOMP_LIB.seccomp_load(SECCOMP_CTX)
     if result < 0:
         raise OSError(-result, f"seccomp_load: {os.strerror(-result)}")

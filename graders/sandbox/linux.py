@@ -46,8 +46,26 @@ def umount(target, flags=0):
     _check(_libc.umount2(target.encode(), flags), f"umount {target}")
 
 
-def prctl(option, arg2=0):
-    _check(_libc.prctl(option, arg2, 0, 0, 0), f"prctl {option}")
+def prctl(option, arg2=0, arg3=0):
+    _check(_libc.prctl(option, arg2, arg3, 0, 0), f"prctl {option}")
+
+
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+
+
+class SockFprog(ctypes.Structure):
+    """The kernel's struct sock_fprog: a BPF program's length (instructions) and address."""
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def load_seccomp(program):
+    """Load a seccomp filter given as raw BPF (struct sock_filter[], 8 bytes each, as libseccomp's
+    seccomp_export_bpf writes it) into this process, as libseccomp's seccomp_load does:
+    no_new_privs first, then the filter (mode FILTER, no flags). OSError when the kernel refuses it."""
+    code = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.addressof(code))
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog))
 
 
 def sethostname(name):

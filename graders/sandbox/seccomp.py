@@ -125,19 +125,12 @@ def _rule(lib, ctx, action, number, name, args=()):
         raise OSError(-result, f"seccomp rule for {name}: {errno.errorcode.get(-result, result)}")
 
 
-class SockFprog(ctypes.Structure):
-    """The kernel's struct sock_fprog: a BPF program's length (instructions) and address."""
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
-
-
 def export(lib, ctx):
     """The filter compiled once to raw BPF (struct sock_filter[], 8 bytes each).
 
     libseccomp's seccomp_load compiles the context again at every call (~0.9 ms measured here,
-    each sandbox); `load` hands these same instructions, made by the same compiler, to the kernel.
+    each sandbox); `linux.load_seccomp` hands these same instructions, made by the same compiler,
+    to the kernel.
     """
     fd = os.memfd_create("chapter-seccomp")
     try:
@@ -152,19 +145,6 @@ def export(lib, ctx):
     if not program or len(program) % 8 or len(program) // 8 > 4096:
         raise OSError(errno.EINVAL, f"seccomp_export_bpf gave {len(program)} bytes, not a BPF program")
     return program
-
-
-def load(program):
-    """Load raw BPF from `export` into this process, as seccomp_load does: no_new_privs first, then
-    the filter (mode FILTER, no flags). OSError when the kernel refuses it."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    code = ctypes.create_string_buffer(program, len(program))
-    fprog = SockFprog(len(program) // 8, ctypes.addressof(code))
-    for args in ((PR_SET_NO_NEW_PRIVS, 1, 0), (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog))):
-        if libc.prctl(args[0], args[1], args[2], 0, 0) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"prctl {args[0]}: {os.strerror(err)}")
 
 
 def install(path=None):

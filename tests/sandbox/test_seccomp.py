@@ -3,7 +3,7 @@ import errno
 
 import pytest
 
-from graders.sandbox import seccomp
+from graders.sandbox import linux, seccomp
 
 NUMBERS = {name: i for i, name in enumerate(seccomp.ALLOW + ["clone", "clone3"])}
 NUMBERS.pop("open")   # as on aarch64: a name this architecture has no syscall for
@@ -71,7 +71,7 @@ def test_a_refused_rule_releases_the_context_and_says_which():
 
 def test_the_exported_program_loaded_by_itself_refuses_what_the_list_leaves_out():
     """The zygote compiles the allowlist to BPF once (`export`); each sandbox loads those instructions
-    (`load`) instead of compiling them again. In a child: unshare is refused, getppid still runs."""
+    (`linux.load_seccomp`) instead of compiling them again. In a child: unshare is refused, getppid still runs."""
     import ctypes
     import os
     try:
@@ -88,7 +88,7 @@ def test_the_exported_program_loaded_by_itself_refuses_what_the_list_leaves_out(
     pid = os.fork()
     if pid == 0:
         try:
-            seccomp.load(program)
+            linux.load_seccomp(program)
             libc = ctypes.CDLL(None, use_errno=True)
             refused = libc.unshare(0) == -1 and ctypes.get_errno() == errno.EPERM
             os.write(write, f"{int(refused)} {os.getppid()}".encode())
