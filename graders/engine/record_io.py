@@ -109,22 +109,20 @@ def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> s
         .with_for_update().populate_existing().all()
     comments = gb.db.query(Comment).filter(Comment.notebook_id.in_(ids)) \
         .options(selectinload(Comment.cell)).all()
-    for nb in result.notebooks:
-        snb = notebooks[nb.name]
-        for grade in grades:
-            if grade.notebook_id != snb.id:   # another notebook's
-                continue
-            name = grade.cell.name
-            if name not in nb.grades:
-                continue
-            grade.auto_score = nb.grades[name]
-            if nb.status == "missing":
-                grade.needs_manual_grade = False
-            else:
-                grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
-        for comment in comments:
-            if comment.notebook_id == snb.id and comment.cell.name in nb.comments:
-                comment.auto_comment = nb.comments[comment.cell.name]
+    graded = {notebooks[nb.name].id: nb for nb in result.notebooks}    # each row's notebook, by its id
+    for grade in grades:
+        nb, name = graded[grade.notebook_id], grade.cell.name
+        if name not in nb.grades:
+            continue
+        grade.auto_score = nb.grades[name]
+        if nb.status == "missing":
+            grade.needs_manual_grade = False
+        else:
+            grade.needs_manual_grade = grade.manual_score is not None or grade.auto_score is None
+    for comment in comments:
+        nb = graded[comment.notebook_id]
+        if comment.cell.name in nb.comments:
+            comment.auto_comment = nb.comments[comment.cell.name]
     from graders.evidence import keep
     keep(gb.db, course.course_id, assignment, result)    # the class report's evidence, replaced
     gb.db.commit()
