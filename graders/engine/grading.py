@@ -682,9 +682,6 @@ def judged_inside(test, message, cell, out: NotebookResult):
     return score, [say.judged_inside(score, points)]
 
 
-_OUTPUT_KINDS = {"stream", "execute_result", "display_data", "error"}
-
-
 def new_output(kind: str, data: dict | None = None, **fields):
     """An nbformat v4 output, as `nbformat.v4.new_output` builds it, without its schema check.
 
@@ -706,6 +703,9 @@ def new_output(kind: str, data: dict | None = None, **fields):
     if data is not None:
         output.data = data     # a NotebookNode turns a dict into one
     return output
+
+
+_OUTPUT_KINDS = {"stream", "execute_result", "display_data", "error"}
 _MIMES = ("text/plain", "image/png", "image/jpeg", "text/latex")
 
 
