@@ -9,8 +9,15 @@ FIGURE = ("import matplotlib.pyplot as plt\n"
           "plt.show()\n"
           "lines = len(fig.axes[0].lines)\n"
           "bottom = round(float(fig.axes[0].get_ylim()[0]), 6)\n")
-JOB = {"cells": [{"index": 0, "source": FIGURE},
-                 {"index": 1, "source": "pass", "test": "t", "keys": ["lines", "bottom"]}], "env": {}}
+
+
+def job(source, keys):
+    """A job of one cell, then a test cell that reads `keys` back."""
+    return {"cells": [{"index": 0, "source": source},
+                      {"index": 1, "source": "pass", "test": "t", "keys": keys}], "env": {}}
+
+
+JOB = job(FIGURE, ["lines", "bottom"])
 LIMITS = Limits(cell_seconds=30, notebook_seconds=60)
 
 
@@ -47,8 +54,7 @@ TRAINING = ("import sys, torch\n"
             "w = torch.nn.Parameter(torch.ones(2)); w.grad = torch.ones(2)\n"
             "opt = torch.optim.SGD([w], lr=0.5); opt.step()\n"
             "after = float(w.detach().sum())\n")
-TRAINING_JOB = {"cells": [{"index": 0, "source": TRAINING},
-                          {"index": 1, "source": "pass", "test": "t", "keys": ["before", "after"]}], "env": {}}
+TRAINING_JOB = job(TRAINING, ["before", "after"])
 
 
 @pytest.mark.skipif(not namespaces_permitted(), reason="needs namespaces")
