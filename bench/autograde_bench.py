@@ -23,7 +23,10 @@ time, through the engine's own steps, and each notebook's time is broken down:
 reading and preparing it (trusted), the fork and control group, namespaces and
 root, uid + rlimits + seccomp, IPython start, the cells themselves, moving the
 answers, tear-down, and the trusted comparison. Timestamps come from the monitor
-(CLOCK_MONOTONIC is one clock for every process of the machine).
+(CLOCK_MONOTONIC is one clock for every process of the machine). The last lines
+compare chapter autograde with the cells' own time (their mean on every core: the
+ceiling) and split the difference: the zygote's start (from the run's summary), each
+notebook's work beyond its cells, and the rest.
 
 It is not part of the test suite: plain nbgrader takes minutes.
 """
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -111,8 +115,8 @@ def scores(course: Path, assignment: str) -> dict:
     return {(student, nb): round(score, 9) for student, nb, score in rows}
 
 
-def timed(args: list[str], cwd: Path) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the command and every process it waited for)."""
+def timed(args: list[str], cwd: Path) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the command and every process it waited for, its output)."""
     import resource
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
@@ -126,7 +130,7 @@ def timed(args: list[str], cwd: Path) -> tuple[float, float]:
     tail = [line for line in (result.stdout + result.stderr).splitlines() if "autograde" in line][-3:]
     for line in tail:
         print("   ", line[:200])
-    return elapsed, cpu
+    return elapsed, cpu, result.stdout + result.stderr
 
 
 STAGES = ("prepare (trusted)", "fork + control group", "namespaces and root", "uid, rlimits, seccomp",
@@ -152,7 +156,9 @@ def breakdown(course: Path, assignment: str, sample: int) -> dict:
     if not rows:
         return {}
     return {key: statistics.median(r[key] for r in rows) for key in rows[0]} | {
-        "notebooks": len(rows), "cells_mean": statistics.fmean(r["cells"] for r in rows)}
+        "notebooks": len(rows), "cells_mean": statistics.fmean(r["cells"] for r in rows),
+        "beyond_mean": statistics.fmean(r["total"] - r["cells"] for r in rows),
+        "beyond_median": statistics.median(r["total"] - r["cells"] for r in rows)}
 
 
 def breakdown_submission(loaded, student: str, zygote, limits, sample: int, shared) -> list[dict]:
@@ -212,6 +218,23 @@ def print_ceiling(stages: dict, notebooks: int, t_plain: float, t_ours: float) -
           f"reached {t_plain / t_ours:.1f}x, {100 * floor / t_ours:.0f} % of its time the cells'")
 
 
+def print_gap(stages: dict, notebooks: int, t_ours: float, output: str) -> None:
+    """Where chapter autograde's time beyond the cells' own goes: the zygote's start as the run's
+    summary gives it, each notebook's work beyond its cells (the breakdown's mean), and the rest."""
+    found = re.search(r"sandbox ready after ([0-9.]+) s", output)
+    if not stages or not found:
+        return
+    ready = float(found.group(1))
+    cores = os.cpu_count() or 1
+    floor = notebooks * stages["cells_mean"] / cores
+    beyond = notebooks * stages["beyond_mean"] / cores
+    rest = t_ours - floor - ready - beyond
+    print(f"chapter autograde's {t_ours - floor:.1f} s beyond the cells' own: the zygote's start {ready:.1f} s "
+          f"(in the run), each notebook's work beyond its cells {beyond:.1f} s "
+          f"({stages['beyond_mean'] * 1000:.1f} ms mean x {notebooks} / {cores} cores), the rest {rest:.1f} s "
+          "(process start and imports not hidden by the zygote's, recording, the last task's tail)")
+
+
 def print_breakdown(stages: dict) -> None:
     if not stages:
         print("breakdown: no notebook could be timed")
@@ -221,6 +244,8 @@ def print_breakdown(stages: dict) -> None:
         print(f"   {key:<24} {stages[key] * 1000:8.1f} ms  {100 * stages[key] / stages['total']:5.1f} %")
     print(f"   {'total':<24} {stages['total'] * 1000:8.1f} ms   (peak memory of a sandbox's control group: "
           f"{stages['memory_peak'] / (1 << 20):.0f} MiB)")
+    print(f"   {'beyond the cells':<24} {stages['beyond_median'] * 1000:8.1f} ms median, "
+          f"{stages['beyond_mean'] * 1000:.1f} ms mean")
 
 
 def main(argv=None) -> int:
@@ -247,13 +272,13 @@ def main(argv=None) -> int:
 
         print("plain nbgrader autograde ...")
         print(f"   load average before: {os.getloadavg()[0]:.2f}")
-        t_plain, cpu_plain = timed([str(bin_dir / "nbgrader"), "autograde", args.assignment, "--force"], plain)
+        t_plain, cpu_plain, _ = timed([str(bin_dir / "nbgrader"), "autograde", args.assignment, "--force"], plain)
         print("chapter autograde ...")
         command = [str(bin_dir / "chapter"), "autograde", args.assignment, "--course", str(ours), "--no-progress"]
         if args.workers:
             command += ["--workers", str(args.workers)]
         print(f"   load average before: {os.getloadavg()[0]:.2f}")
-        t_ours, cpu_ours = timed(command, ours)
+        t_ours, cpu_ours, output = timed(command, ours)
 
         got_plain, got_ours = scores(plain, args.assignment), scores(ours, args.assignment)
         honest = [s for s, kind in kinds.items() if kind != "broken"]
@@ -272,6 +297,7 @@ def main(argv=None) -> int:
         stages = breakdown(scratch / "base", args.assignment, args.sample)
         print_breakdown(stages)
         print_ceiling(stages, notebooks, t_plain, t_ours)
+        print_gap(stages, notebooks, t_ours, output)
         digest = hashlib.sha256(repr(sorted(got_ours.items())).encode()).hexdigest()[:12]
         if mismatches:
             print(f"MISMATCH on {len(mismatches)} of {compared} honest notebooks:")

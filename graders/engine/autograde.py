@@ -165,6 +165,7 @@ def _grade_course(root: Path, assignment: str, options: Options, zygote, started
         for name in course.notebooks:   # import the assignment's problems while the zygote warms up:
             problems.known(name)        # the workers inherit them
         report.isolation = zygote.isolation
+        report.sandbox_start = zygote.start_seconds()
         report.warnings += isolation_warnings(zygote)
         for warning in report.warnings:
             print(f"warning: {warning}", file=sys.stderr)

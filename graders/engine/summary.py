@@ -22,6 +22,7 @@ class Report:
     isolation: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
     time_limits: dict = field(default_factory=dict)    # notebook -> (its CPU seconds, from its solution's time?)
+    sandbox_start: float | None = None                 # seconds from starting this run's zygote to its ready
 
     def technical_zeros(self):
         for student, result in sorted(self.results.items()):
@@ -36,7 +37,8 @@ class Report:
         lines = [f"autograde {self.assignment}: {graded} submissions ({notebooks} notebooks) in "
                  f"{self.seconds:.1f} s with {self.workers} workers"
                  + (f", {rate:.2f} students/s" if rate else "")
-                 + (f"; {self.reused} unchanged since the last run" if self.reused else "")]
+                 + (f"; {self.reused} unchanged since the last run" if self.reused else "")
+                 + (f", sandbox ready after {self.sandbox_start:.1f} s" if self.sandbox_start is not None else "")]
         zeros = list(self.technical_zeros())
         if zeros:
             lines.append(f"scored 0 for a non-mathematical reason ({len(zeros)}):")

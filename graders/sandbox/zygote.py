@@ -177,6 +177,7 @@ class Zygote:
         self.ready = {}
         self.log = None
         self.python_world_readable = True
+        self.started_at = self.ready_at = None   # time.monotonic() of start() and of its ready line
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self) -> "Zygote":
@@ -204,6 +205,7 @@ class Zygote:
             stderr=self.log, env=env, cwd=scratch, start_new_session=True)
         self.process.stdin.write(config.to_json().encode() + b"\n")
         self.process.stdin.flush()
+        self.started_at, self.ready_at = time.monotonic(), None
         return self
 
     def wait_ready(self) -> "Zygote":
@@ -214,11 +216,18 @@ class Zygote:
         line = self.process.stdout.readline() if ready else b""
         try:
             self.ready = json.loads(line)
+            self.ready_at = time.monotonic()
         except ValueError:
             why = self.log_tail()        # before close(), which removes the folder the log is in
             self.close()
             raise SandboxUnavailable(f"the sandbox zygote did not start: {why}") from None
         return self
+
+    def start_seconds(self) -> float | None:
+        """How long the zygote took from start() to ready (its imports and warm-up); None before."""
+        if self.started_at is None or self.ready_at is None:
+            return None
+        return self.ready_at - self.started_at
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import re
 import sqlite3
 import threading
 import time
@@ -661,6 +662,15 @@ def test_isolation_layers_in_effect(graded):
         assert sandbox.get(layer) is True, layer
     assert sandbox["uid"] >= UID_BASE
     assert "pid namespace" in graded["report"].summary()
+
+
+def test_the_summary_says_when_the_sandbox_was_ready(graded):
+    """The zygote's start (its libraries' imports) is most of a small class's time: the summary says it."""
+    first = graded["report"].summary().splitlines()[0]
+    found = re.search(r", sandbox ready after ([0-9.]+) s", first)
+    assert found, first
+    assert 0 < float(found.group(1)) <= graded["elapsed"]
+    assert Zygote().start_seconds() is None   # not started: no time to give
 
 
 def test_without_namespaces_it_degrades_with_a_warning():
