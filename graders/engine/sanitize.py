@@ -219,74 +219,54 @@ def sanitize(nb, instructor: InstructorNotebook, assignment: str, student: str,
     return nb, unique(notes)
 
 
-class _SchemaCheckedOnce:
-    """`jsonschema` as nbgrader's metadata validator uses it, but for two things: `validate` checks
-    a schema against its meta-schema the first time it meets it, not once per cell, and it
-    remembers the metadata it found valid, so the same metadata (every student's copy of a cell,
-    the flags `restore_flags` wrote) is not walked through the schema again.
-
-    nbgrader validates each cell's metadata with `jsonschema.validate(meta, schema)`, which
-    first validates the schema itself (nbgrader's own file, trusted), and that check cost
-    several times the cell's. Metadata met for the first time, and any metadata that is not
-    valid, is still validated in full, against the same schema, with the same error
-    (jsonschema's best match). Only valid metadata is remembered, under its exact JSON text
-    (1, 1.0 and true apart) and that of its schema: an answer can add only what is valid, and
-    changed metadata is a new text, validated again."""
-
-    MEMO_ENTRIES = 4096        # then nothing more is remembered (a hostile notebook of distinct metadata)
-    MEMO_TEXT = 2048           # metadata longer than this is never remembered
-
-    def __init__(self, module):
-        self._module, self._validators, self._valid = module, {}, {}    # schema text -> valid metadata texts
-
-    def validate(self, instance, schema, cls=None, *args, **kwargs):
-        if cls is not None or args or kwargs:
-            return self._module.validate(instance, schema, cls, *args, **kwargs)
-        key = json.dumps(schema, sort_keys=True)
-        validator = self._validators.get(key)
-        if validator is None:
-            cls = self._module.validators.validator_for(schema)
-            cls.check_schema(schema)
-            validator = self._validators[key] = cls(json.loads(key))   # its own copy: nothing changes it
-        try:
-            text = json.dumps(instance, sort_keys=True)
-        except (TypeError, ValueError, RecursionError):
-            text = None
-        valid = self._valid.setdefault(key, set())
-        if text is not None and text in valid:
-            return
-        error = self._module.exceptions.best_match(validator.iter_errors(instance))
-        if error is not None:
-            raise error
-        if text is not None and len(text) <= self.MEMO_TEXT and len(valid) < self.MEMO_ENTRIES:
-            valid.add(text)
-
-    def __getattr__(self, name):
-        return getattr(self._module, name)
-
-
-def _schema_checked_once() -> None:
-    from nbgrader.nbgraderformat import common
-    if not isinstance(common.jsonschema, _SchemaCheckedOnce):
-        common.jsonschema = _SchemaCheckedOnce(common.jsonschema)
-
-
 def check_metadata(nb) -> None:
     """nbgrader's CheckCellMetadata, with one of its validators kept (building one reads and
     parses three schema files); the same checks, the same error when one fails."""
     from nbgrader.nbgraderformat import ValidationError
-    _schema_checked_once()
     try:
         _metadata_validator().validate_nb(nb)
     except ValidationError:
         raise ValidationError("Notebook failed to validate; the nbgrader metadata may be corrupted.") from None
 
 
+MEMO_ENTRIES = 4096        # valid metadata texts remembered, then no more (a hostile class of distinct metadata)
+MEMO_TEXT = 2048           # metadata longer than this is never remembered
+
+
 @functools.lru_cache(maxsize=1)
 def _metadata_validator():
-    """nbgrader's MetadataValidator (its validate_nb keeps nothing between notebooks)."""
+    """nbgrader's MetadataValidator, which remembers the metadata it found valid.
+
+    nbgrader checks each cell's metadata in two parts: its schema version and `jsonschema.validate`
+    against the schema (which first checks nbgrader's schema file itself, ~1 ms a cell), then the
+    rules of version 3 (a grade id, points, the cell type). The first part depends on the metadata
+    alone, and every student's copy of a cell carries the same (`restore_flags` writes it): that
+    part is skipped for metadata whose exact JSON text (1, 1.0 and true apart) passed it before.
+    Metadata met for the first time, and any that failed, goes through nbgrader's own code, so a
+    hostile cell gets nbgrader's error; the version 3 rules run for every cell. nbgrader's modules
+    are not changed: the remembering sits between its two classes (MetadataValidatorV3 calls it
+    as its base)."""
     from nbgrader.nbgraderformat import MetadataValidator
-    return MetadataValidator()
+    from nbgrader.nbgraderformat.common import BaseMetadataValidator
+
+    class Remembering(BaseMetadataValidator):
+        def validate_cell(self, cell):
+            meta = cell.metadata.get("nbgrader") if isinstance(cell.get("metadata"), dict) else None
+            try:
+                text = json.dumps(meta, sort_keys=True) if isinstance(meta, dict) else None
+            except (TypeError, ValueError, RecursionError):
+                text = None
+            valid = self.__dict__.setdefault("_valid_texts", set())
+            if text is not None and text in valid:
+                return
+            super().validate_cell(cell)
+            if text is not None and len(text) <= MEMO_TEXT and len(valid) < MEMO_ENTRIES:
+                valid.add(text)
+
+    class Validator(MetadataValidator, Remembering):
+        pass
+
+    return Validator()
 
 
 def unique(items):

@@ -233,62 +233,57 @@ def _metadata_cell(i, **meta):
     return nbformat.v4.new_code_cell("pass", metadata={"nbgrader": {**base, **meta}})
 
 
-def test_nbgraders_schema_is_checked_once_and_every_cells_metadata_still_in_full(monkeypatch):
-    """sanitize's metadata check (nbgrader's CheckCellMetadata) validates nbgrader's own schema
-    once, not once per cell, and still refuses a hostile cell's metadata with jsonschema's error."""
+def _counting_schema_checks(monkeypatch):
+    """The calls nbgrader's metadata validator makes to `jsonschema.validate`, one per cell it
+    checks against its schema (counted without changing what the call does)."""
     import jsonschema
-    from nbgrader.nbgraderformat import MetadataValidator, common
+    from nbgrader.nbgraderformat import common
+    calls = []
+    counting = type("Counting", (), {"validate": staticmethod(lambda meta, schema: calls.append(dict(meta))
+                                                              or jsonschema.validate(meta, schema)),
+                                     "__getattr__": lambda self, name: getattr(jsonschema, name)})()
+    monkeypatch.setattr(common, "jsonschema", counting)
+    return calls
+
+
+def test_valid_metadata_is_checked_against_the_schema_once_and_nothing_else(monkeypatch):
+    """The metadata check (nbgrader's own) remembers metadata that passed the schema, under its
+    exact text: the same metadata again is not validated again; a changed value (1 -> 1.0, 2),
+    and any metadata that failed, is validated again every time, with nbgrader's error."""
+    import jsonschema
 
     from graders.engine import sanitize as module
-    shim = module._SchemaCheckedOnce(jsonschema)
-    monkeypatch.setattr(common, "jsonschema", shim)
-    validator = MetadataValidator()
-    kind = jsonschema.validators.validator_for(validator.schema)
-    checked = []
-    real = kind.check_schema.__func__
-    monkeypatch.setattr(kind, "check_schema", classmethod(lambda cls, schema, **kw: checked.append(1)
-                                                         or real(cls, schema, **kw)))
-    validator.validate_nb(nbformat.v4.new_notebook(cells=[_metadata_cell(i) for i in range(20)]))
-    assert checked == [1], "nbgrader's schema was checked once per cell"
-    for hostile in ({"points": "ten"}, {"grade": "yes"}, {"grade_id": 7}, {"points": [1]}):
-        cell = _metadata_cell(99, **hostile)
-        with pytest.raises(jsonschema.ValidationError) as ours:
-            MetadataValidator().validate_cell(cell)
-        with pytest.raises(jsonschema.ValidationError) as theirs:
-            jsonschema.validate(cell.metadata["nbgrader"], validator.schema)
-        assert ours.value.message == theirs.value.message
-    module._schema_checked_once()
-    assert common.jsonschema is shim or isinstance(common.jsonschema, module._SchemaCheckedOnce)
-
-
-def test_valid_metadata_is_remembered_and_nothing_else(monkeypatch):
-    """The metadata check remembers metadata it found valid, under its exact text: a changed
-    value (1 -> true, "ten"), and any metadata that failed, is validated again, every time."""
-    import jsonschema
-    from nbgrader.nbgraderformat import MetadataValidator
-
-    from graders.engine import sanitize as module
-    shim = module._SchemaCheckedOnce(jsonschema)
-    schema = MetadataValidator().schema
-    walked = []
-    kind = jsonschema.validators.validator_for(schema)
-    real = kind.iter_errors
-    monkeypatch.setattr(kind, "iter_errors", lambda self, instance, *a:   # a cell's metadata, not the schema
-                        (walked.append(1) if "grade_id" in instance else None) or real(self, instance, *a))
-    good = _metadata_cell(1).metadata["nbgrader"]
+    module._metadata_validator.cache_clear()
+    calls = _counting_schema_checks(monkeypatch)
+    good = [_metadata_cell(i) for i in range(5)]
     for _ in range(3):
-        shim.validate(good, schema)
-    assert len(walked) == 1
+        module.check_metadata(nbformat.v4.new_notebook(cells=[nbformat.from_dict(c) for c in good]))
+    assert len(calls) == 5
     for hostile in ({"points": True}, {"points": "ten"}, {"grade": 1}, {"grade_id": 7}):
         for _ in range(2):
-            with pytest.raises(jsonschema.ValidationError):
-                shim.validate({**good, **hostile}, schema)
-    assert len(walked) == 1 + 8
-    shim.validate({**good, "points": 1.0}, schema)       # another text: validated (and valid)
-    shim.validate({**good, "points": 2}, schema)
-    assert len(walked) == 1 + 8 + 2
-    shim.validate(good, schema)
-    assert len(walked) == 1 + 8 + 2
+            with pytest.raises(jsonschema.ValidationError) as ours:
+                module._metadata_validator().validate_cell(_metadata_cell(1, **hostile))
+            with pytest.raises(jsonschema.ValidationError) as theirs:
+                jsonschema.validate(_metadata_cell(1, **hostile).metadata["nbgrader"],
+                                    module._metadata_validator().schema)
+            assert ours.value.message == theirs.value.message
+    assert len(calls) == 5 + 8
+    module._metadata_validator().validate_cell(_metadata_cell(1, points=1.0))   # another text: validated
+    module._metadata_validator().validate_cell(_metadata_cell(1, points=2))
+    assert len(calls) == 5 + 8 + 2
+    module._metadata_validator().validate_cell(_metadata_cell(1))
+    assert len(calls) == 5 + 8 + 2
+    module._metadata_validator.cache_clear()
+
+
+def test_nbgraders_own_modules_are_left_as_they_are():
+    """Remembering valid metadata changes nothing in nbgrader: its module still calls jsonschema itself."""
+    import jsonschema
+    from nbgrader.nbgraderformat import common
+
+    from graders.engine.sanitize import check_metadata
+    check_metadata(nbformat.v4.new_notebook(cells=[_metadata_cell(1)]))
+    assert common.jsonschema is jsonschema
 
 
 @pytest.mark.parametrize("cells", [
