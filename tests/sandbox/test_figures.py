@@ -70,3 +70,22 @@ def test_torch_dynamo_is_warmed_only_when_preloaded_and_an_optimizer_works_eithe
     light, full = answers.values()
     assert light["before"] is False and full["before"] is True
     assert light["after"] == full["after"] == 1.0
+
+
+COLLECTOR = ("import gc\n"
+             "enabled = gc.isenabled()\n"
+             "class Node:\n"
+             "    pass\n"
+             "a, b = Node(), Node(); a.other, b.other = b, a\n"
+             "del a, b\n"
+             "freed = gc.collect() > 0\n")
+
+
+@pytest.mark.skipif(not namespaces_permitted(), reason="needs namespaces")
+def test_the_cyclic_collector_is_on_in_the_sandbox_as_in_a_kernel():
+    """The zygote preloads with the cyclic collector off (it would walk the growing heap over and
+    over): the notebook's own process has it on, and a cycle the student drops is freed."""
+    with Zygote(preload=("IPython",)) as zygote:
+        run = zygote.run(job(COLLECTOR, ["enabled", "freed"]), LIMITS)
+    assert not run.cells[0]["raised"], run.cells[0]["outputs"]
+    assert run.cells[1]["answers"] == {"enabled": True, "freed": True}
