@@ -1,6 +1,9 @@
 """A run for its grades only builds every figure but leaves out its image; nothing else changes."""
+import json
+
 import pytest
 
+from graders.sandbox import zygote as zygote_module
 from graders.sandbox.zygote import Limits, Zygote, namespaces_permitted
 
 FIGURE = ("import matplotlib.pyplot as plt\n"
@@ -89,3 +92,26 @@ def test_the_cyclic_collector_is_on_in_the_sandbox_as_in_a_kernel():
         run = zygote.run(job(COLLECTOR, ["enabled", "freed"]), LIMITS)
     assert not run.cells[0]["raised"], run.cells[0]["outputs"]
     assert run.cells[1]["answers"] == {"enabled": True, "freed": True}
+
+
+MARKER = ("from matplotlib import font_manager\n"
+          "seen = any(f.name == 'ChapterMarker' for f in font_manager.fontManager.ttflist)\n")
+
+
+@pytest.mark.skipif(not namespaces_permitted(), reason="needs namespaces")
+def test_matplotlibs_font_list_is_kept_from_one_zygote_to_the_next(tmp_path, monkeypatch):
+    """Each zygote starts in a fresh scratch folder, where matplotlib would build its font list
+    again: the first one's list is kept (FONT_CACHE) and the next zygote preloads with it."""
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(zygote_module, "FONT_CACHE", str(cache))
+    with Zygote(preload=("matplotlib.pyplot",)):
+        pass
+    kept = list(cache.glob("fontlist-v*.json"))
+    assert len(kept) == 1
+    listed = json.loads(kept[0].read_text())
+    listed["ttflist"].append({**listed["ttflist"][0], "name": "ChapterMarker"})   # only a kept list has it
+    kept[0].write_text(json.dumps(listed))
+    with Zygote(preload=("matplotlib.pyplot",)) as zygote:
+        run = zygote.run(job(MARKER, ["seen"]), LIMITS)
+    assert not run.cells[0]["raised"], run.cells[0]["outputs"]
+    assert run.cells[1]["answers"]["seen"] is True
