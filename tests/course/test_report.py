@@ -52,17 +52,30 @@ def class_ids(per_variant: int = PER_VARIANT) -> dict[str, list[str]]:
     return found
 
 
+_CLEAN = {}     # (problem id, its declared mistakes) -> clean_mistakes' answer
+
+
 def clean_mistakes(problem) -> list:
     """The declared mistakes that every variant diagnoses as themselves, failing the same checks.
 
     (A mistake may coincide with the right answer in one variant, or with another mistake;
-    the plan's counts are exact only for those that do not.)
-    """
+    the plan's counts are exact only for those that do not.) Worked out once per problem and
+    set of declared mistakes (a test elsewhere may replace them): the plan asks for every
+    variant, the expected counts for every report."""
+    key = (problem.id, problem.mistakes)
+    if key not in _CLEAN:
+        _CLEAN[key] = _clean_mistakes(problem)
+    return list(_CLEAN[key])
+
+
+def _clean_mistakes(problem) -> list:
     clean = []
     for mistake in problem.mistakes:
         seen = set()
         for params in problem.variants.values():
-            answers = {**problem.solve(params), **mistake.wrong(params)}
+            # the reference and the mistake's answers as the grader remembers them per variant
+            wrong = next(w for m, w in problem.mistaken(params) if m is mistake)
+            answers = {**problem.reference(params), **wrong}
             graded = problem.grade(params, {k: transport.encode(v) for k, v in answers.items()})
             seen.add((graded.score, tuple(sorted(graded.mistakes.items()))))
         if len(seen) == 1:
@@ -93,8 +106,8 @@ def graded_notebook(course, item: str, variant: str, profile: str) -> grading.No
     out = grading.NotebookResult(item, max_score=sum(c.max_score for c in instructor.grade_cells), variant=variant)
     answers = {}
     if profile != "blank":
-        wrong = next((m.wrong(params) for m in problem.mistakes if m.name == profile), {})
-        answers = {k: transport.encode(v) for k, v in {**problem.solve(params), **wrong}.items()}
+        wrong = next((w for m, w in problem.mistaken(params) if m.name == profile), {})
+        answers = {k: transport.encode(v) for k, v in {**problem.reference(params), **wrong}.items()}
     for grade_id, points in instructor.autograded_tests.items():
         keys = list(problem.cells[grade_id])
         message = ({"raised": True, "ename": "ZeroDivisionError"} if profile == "crashed" else

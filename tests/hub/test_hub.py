@@ -98,13 +98,15 @@ def setup_line(page, login: str) -> str:
     """Run every cell (a blank one stops at the first answer); the setup cell's printed line."""
     notebook = page.locator(".jp-NotebookPanel:visible")
     notebook.locator(".jp-Cell").first.wait_for()
-    # JupyterLab may ask which kernel to start (a user's first notebook): the one it offers, Python 3
+    # JupyterLab may ask which kernel to start (a user's first notebook): the one it offers, Python 3.
+    # Or it starts the notebook's own kernel, and the toolbar names it: whichever comes first
     choose = page.locator(".jp-Dialog", has_text="Select Kernel")
+    started = notebook.locator(".jp-KernelName", has_text="Python")
     try:
-        choose.wait_for(timeout=10_000)
+        choose.or_(started).first.wait_for(timeout=10_000)
     except sync_api.TimeoutError:
         pass
-    else:
+    if choose.is_visible():
         choose.get_by_role("button", name="Select", exact=True).click()
         choose.wait_for(state="hidden")
     run_menu(page, "Run", "Run All Cells")
@@ -212,7 +214,7 @@ def wait_until(what: str, check, seconds: float, log=lambda: ""):
     deadline = time.monotonic() + seconds
     while not (found := check()):
         assert time.monotonic() < deadline, f"{what}: not in {seconds:g} s\n{log()}"
-        time.sleep(1)
+        time.sleep(0.25)
     return found
 
 

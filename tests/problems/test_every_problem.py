@@ -52,12 +52,11 @@ import re
 
 import sympy
 
-from graders.problem import Mistake
-
 _NUMBER = re.compile(r"(?<![\w.^])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w^])(%?)")
-# positions, not values: "entries 0, 3 ...", "entry 2", "hidden calls (numbers 1, 4)", and "3 of 5
-# hidden calls" (said only of a list with one output per call, whose length the student has made)
-_POSITIONS = re.compile(r"(?:entr(?:y|ies)|numbers|hidden calls?|hidden runs?)\s+\d+(?:,\s*\d+)*|"
+# positions, not values: "entries 0, 3 ...", "entry 2", "hidden calls (numbers 1, 4)", "rank 0, rank 2"
+# (a rank of the variant's world, whose size the question gives), and "3 of 5 hidden calls" (said
+# only of a list with one output per call, whose length the student has made)
+_POSITIONS = re.compile(r"(?:entr(?:y|ies)|numbers|hidden calls?|hidden runs?|rank)\s+\d+(?:,\s*\d+)*|"
                         r"\d+ of \d+ hidden (?:calls|runs)")
 
 
@@ -169,24 +168,16 @@ def generic_wrong_answers(reference):
             yield key, "a dict", {"value": 1}
 
 
-def _cached(P, params):
-    """The problem with its reference and declared mistakes computed once for `params`."""
-    reference = P.solve(params)
-    mistakes = tuple(Mistake(m.name, m.feedback, (lambda q, wrong=m.wrong(params): wrong))
-                     for m in P.mistakes)
-    return reference, mistakes
-
-
 @pytest.mark.parametrize("pid", IDS)
-def test_feedback_never_gives_the_answer_away(pid, monkeypatch):
+def test_feedback_never_gives_the_answer_away(pid):
     """Feedback on wrong answers (declared mistakes and generic slips) shows no reference value or length."""
     P = problems.get(pid)
     found = []
     text_numbers = _question_text_numbers(P)
     for label, params in P.variants.items():
-        reference, mistakes = _cached(P, params)
-        monkeypatch.setattr(P, "solve", lambda q, ref=reference: ref)
-        monkeypatch.setattr(P, "mistakes", mistakes)
+        # the reference and the declared mistakes' answers the grader itself uses: remembered per
+        # variant by the problem (Problem._memo), so computed once here or by the tests above
+        reference, mistaken = P.reference(params), P.mistaken(params)
         public = _numbers_in(params) + _lengths_in(params) + text_numbers
         secret_values = [v for key in P.checks for v in _numbers_in(reference[key])]
         # the length of a list the student works out, and of a probe's outputs: as many as its
@@ -194,7 +185,7 @@ def test_feedback_never_gives_the_answer_away(pid, monkeypatch):
         secret_lengths = {len(reference[key]) for key in P.checks
                           if isinstance(reference[key], (list, tuple))}
         secret_lengths -= set(_lengths_in(params)) | {int(v) for v in _numbers_in(params) if float(v).is_integer()}
-        attempts = [(f"mistake {m.name!r}", {**reference, **m.wrong(params)}) for m in mistakes]
+        attempts = [(f"mistake {m.name!r}", {**reference, **wrong}) for m, wrong in mistaken]
         attempts += [(f"{key}: {what}", {**reference, key: wrong})
                      for key, what, wrong in generic_wrong_answers(reference) if key in P.checks]
         for what, answers in attempts:
@@ -214,6 +205,7 @@ def test_the_leak_scan_finds_a_reference_value_and_a_reference_length():
     assert leaks(["✗ x: exactly 7 of them"], secret, set(), [])
     assert leaks(["✗ clipped_steps: has 1 entries; 3 are expected."], [], {3}, [])
     assert not leaks(["✗ clipped_steps: entries 3, 7 do not match your variant."], [3, 7], {3}, [])
+    assert not leaks(["✗ x: the counts of rank 0, rank 2 do not match the run of your variant."], [2], {2}, [])
     assert not leaks(["✗ x: does not match your variant within 0.001 relative (too large)."], secret, set(),
                      [0.001])
     assert not leaks(["✗ x: exactly 7 of them"], secret, set(), [7])
