@@ -315,7 +315,10 @@ def test_concurrent_graders_on_postgresql_lose_nothing(both, tmp_path, postgres_
             data = result.to_json()
             data["student"] = f"{data['student']}-{copy}"
             results_json.append(data)
-    context = multiprocessing.get_context("spawn")
+    # four processes of their own, each with its own connections; forked from the server that
+    # tests/warm_nbgrader.py started (course_with ran nbgrader through it), which has nbgrader's
+    # gradebook and SQLAlchemy imported already, instead of four new interpreters importing them
+    context = multiprocessing.get_context("forkserver")
     barrier = context.Barrier(4)
     procs = [context.Process(target=_record_all, args=(str(course), results_json, seed, barrier))
              for seed in range(4)]
