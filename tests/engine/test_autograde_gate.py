@@ -98,8 +98,10 @@ def test_a_killed_run_resumes_without_losing_or_double_counting(tmp_path):
     course = make_course(root, tmp_path / "course", only=[ASSIGNMENT])
     nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=course)
     solution = root / "solutions" / ASSIGNMENT / f"{NB}.ipynb"
-    slow = nbformat.read(solution, as_version=4)   # honest, but slow: 3 s before the answers
-    slow.cells.insert(1, nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
+    # honest, but slow: 1 s before the answers, so that the run is caught with two or three of its
+    # six recorded (the blank ones take a fraction of it; the journal is read every 0.1 s)
+    slow = nbformat.read(solution, as_version=4)
+    slow.cells.insert(1, nbformat.v4.new_code_cell("import time\ntime.sleep(1)"))
     students = {}
     for i in range(6):
         sid = f"s{i}"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,13 +26,21 @@ ASSIGNMENT, NB = "worked", "w1-memory"
 CLASS = [variants.student_for(label, ASSIGNMENT, prefix=f"s{i}") for i, label in enumerate("ABCDABCD")]
 
 
-@pytest.fixture
-def course(tmp_path):
-    course = make_course(ROOT, tmp_path / "course", only=[ASSIGNMENT])
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """The scratch course with NB generated into its gradebook, once: each test grades a copy."""
+    course = make_course(ROOT, tmp_path_factory.mktemp("generated") / "course", only=[ASSIGNMENT])
     for path in (course / "source" / ASSIGNMENT).iterdir():
         if path.name != f"{NB}.ipynb":
             path.unlink()
     nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=course)
+    return course
+
+
+@pytest.fixture
+def course(generated, tmp_path):
+    """A fresh copy of the generated course (its gradebook holds no path) with the class submitted."""
+    course = Path(shutil.copytree(generated, tmp_path / "course", symlinks=True))
     solution = nbformat.read(ROOT / "solutions" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
     for sid in CLASS:
         folder = course / "submitted" / sid / ASSIGNMENT

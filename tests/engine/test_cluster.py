@@ -225,15 +225,26 @@ def test_autograded_notebooks_match(both):
 
 
 def test_export_and_feedback_work_on_postgresql(both):
-    tables = {}
-    for label, course in (("sqlite", both["local_course"]), ("postgresql", both["cluster_course"])):
+    honest = next(s for s, what in both["cls"].items() if what == "solutions")
+
+    def export_and_feedback(course: Path) -> tuple:
+        """nbgrader export, then generate_feedback, in `course`: (the csv's header, its sorted rows, the
+        honest student's first feedback page)."""
         nbgrader("export", "--to", str(course / "grades.csv"), cwd=course)
         lines = (course / "grades.csv").read_text().splitlines()
-        tables[label] = (lines[0], sorted(lines[1:]))
         nbgrader("generate_feedback", ASSIGNMENT, cwd=course)
-        honest = next(s for s, what in both["cls"].items() if what == "solutions")
         html = (course / "feedback" / honest / ASSIGNMENT / f"{NOTEBOOKS[0]}.html").read_text()
-        assert "BEGIN HIDDEN TESTS" not in html
+        return (lines[0], sorted(lines[1:])), html
+
+    # the two courses share nothing (folders, gradebooks): their commands run side by side
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(2) as pool:
+        runs = {label: pool.submit(export_and_feedback, both[course])
+                for label, course in (("sqlite", "local_course"), ("postgresql", "cluster_course"))}
+        tables = {}
+        for label, run in runs.items():
+            tables[label], html = run.result()
+            assert "BEGIN HIDDEN TESTS" not in html
     assert tables["postgresql"] == tables["sqlite"]
     assert len(tables["postgresql"][1]) == len(both["cls"])
 
@@ -315,7 +326,10 @@ def test_concurrent_graders_on_postgresql_lose_nothing(both, tmp_path, postgres_
             data = result.to_json()
             data["student"] = f"{data['student']}-{copy}"
             results_json.append(data)
-    context = multiprocessing.get_context("spawn")
+    # four processes of their own, each with its own connections; forked from the server that
+    # tests/warm_nbgrader.py started (course_with ran nbgrader through it), which has nbgrader's
+    # gradebook and SQLAlchemy imported already, instead of four new interpreters importing them
+    context = multiprocessing.get_context("forkserver")
     barrier = context.Barrier(4)
     procs = [context.Process(target=_record_all, args=(str(course), results_json, seed, barrier))
              for seed in range(4)]
