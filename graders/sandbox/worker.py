@@ -20,7 +20,9 @@ Three kinds of process live here:
 
 zygote   imports the libraries the course's notebooks use (numpy, sympy, torch, matplotlib:
          those listed in its config) and IPython once, then waits on a UNIX socket. Each
-         connection is one notebook: it forks a monitor.
+         connection is one notebook: it forks a monitor. With torch in its list, it reports
+         ready without it and serves the notebooks that never name torch on a second socket;
+         a second zygote, forked from it then, imports torch and serves the first socket.
 monitor  (trusted, runs no student code) starts a session, becomes a child
          subreaper, unshares a PID namespace and forks the sandbox. It relays
          the sandbox's output lines to the grader (capped), enforces the
