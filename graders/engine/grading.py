@@ -19,7 +19,7 @@ from graders.engine.shared import silent_log
 from graders.engine.sanitize import nbgrader_meta, unique, sanitize, strip_hidden
 from graders.engine.snapshot import why_broken, read_submission
 from graders.engine.time_limits import for_notebook
-from graders.sandbox.zygote import Limits, run_job
+from graders.sandbox.zygote import Limits, run_job, socket_for
 
 
 @dataclass
@@ -149,7 +149,7 @@ def grade_notebook(course, instructor, student, path, socket_path, limits, share
     job["files"].setdefault(f"{instructor.name}.ipynb", str(path))   # the student's own file, where a kernel has it
     job["files"], left_out = fit_files(job["files"], limits)
     out.notes += left_out
-    run = run_job(socket_path, job, limits)   # SandboxUnavailable propagates: not the student's fault
+    run = run_job(socket_for(socket_path, job), job, limits)   # SandboxUnavailable propagates: not the student's fault
     out.run = {"status": run.status, "detail": run.detail, "seconds": run.seconds, "leftovers": run.leftovers,
                "cpu_seconds": run.usage.get("cpu_seconds"), "limit_seconds": limits.notebook_seconds}
     out.layers = {"monitor": run.monitor_layers, "sandbox": run.layers}

@@ -134,19 +134,11 @@ def preload(config):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     ENCODE = module.encode
-    for name in config.preload:
-        try:
-            __import__(name)
-        except Exception as exc:  # noqa: BLE001 - a missing optional library is not fatal
-            sys.stderr.write(f"sandbox zygote: could not preload {name}: {exc}\n")
+    _import(config.preload)
     # Only what was preloaded is set up here: a course whose notebooks never import torch or
     # matplotlib does not pay for them. One that a cell imports later is set up then (OMP_NUM_THREADS
     # holds torch to one thread; MPLBACKEND makes matplotlib's first import the inline backend).
-    if "torch" in sys.modules:
-        try:
-            sys.modules["torch"].set_num_threads(1)
-        except Exception:  # noqa: BLE001
-            pass
+    _one_torch_thread()
     SHELL = make_shell()
     if "matplotlib" in sys.modules:
         try:
@@ -154,6 +146,32 @@ def preload(config):
         except Exception as exc:  # noqa: BLE001
             sys.stderr.write(f"sandbox zygote: no inline matplotlib: {exc}\n")
     warm_up()
+
+
+def preload_later(config):
+    """In the second zygote (forked from a ready first one): `config.later` (torch's modules),
+    set up and warmed as `preload` sets up and warms what it imports."""
+    _import(config.later)
+    _one_torch_thread()
+    warm_up_torch()
+    import linecache
+    linecache.clearcache()
+
+
+def _import(names):
+    for name in names:
+        try:
+            __import__(name)
+        except Exception as exc:  # noqa: BLE001 - a missing optional library is not fatal
+            sys.stderr.write(f"sandbox zygote: could not preload {name}: {exc}\n")
+
+
+def _one_torch_thread():
+    if "torch" in sys.modules:
+        try:
+            sys.modules["torch"].set_num_threads(1)
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def warm_up():
@@ -179,6 +197,21 @@ def warm_up():
         SHELL.display_formatter.format([1.5, "x"])
     except Exception:  # noqa: BLE001
         pass
+    warm_up_torch()
+    try:
+        plt = sys.modules["matplotlib.pyplot"]
+        namespace = {}
+        exec(WARM_UP_PLOT, namespace)
+        SHELL.display_formatter.format(namespace["fig"])   # render once through the inline backend
+        plt.close("all")
+    except Exception:  # noqa: BLE001
+        pass
+    import linecache
+    linecache.clearcache()
+
+
+def warm_up_torch():
+    """torch's first calls (when it was preloaded), its random state left as it was."""
     try:
         numpy, torch = sys.modules["numpy"], sys.modules["torch"]
         ENCODE(numpy.arange(3) * 2.0)
@@ -190,16 +223,6 @@ def warm_up():
         torch.random.set_rng_state(state)
     except Exception:  # noqa: BLE001
         pass
-    try:
-        plt = sys.modules["matplotlib.pyplot"]
-        namespace = {}
-        exec(WARM_UP_PLOT, namespace)
-        SHELL.display_formatter.format(namespace["fig"])   # render once through the inline backend
-        plt.close("all")
-    except Exception:  # noqa: BLE001
-        pass
-    import linecache
-    linecache.clearcache()
 
 
 # First calls that cost a second or more in a fresh interpreter (lazy imports inside torch and

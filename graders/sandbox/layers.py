@@ -37,6 +37,7 @@ SECCOMP_CTX = None  # the compiled allowlist, built once in the zygote and loade
 SECCOMP_BPF = None  # the same, as the kernel's BPF instructions (loaded without compiling it again)
 
 
+ZYGOTE_ID = None    # the first zygote's pid: its sandboxes' and its second zygote's groups are named by it
 CGROUPS = None
 
 
@@ -392,7 +393,7 @@ def _make_group(setup):
     """The notebook's control group, made by the monitor (the sandbox joins it: `_join_group`)."""
     if "error" in CGROUP_PLAN:
         raise OSError(errno.ENOTSUP, CGROUP_PLAN["error"])
-    group = CGROUPS.Group(CGROUP_PLAN, f"{CGROUPS.PREFIX}{os.getppid()}-{os.getpid()}")
+    group = CGROUPS.Group(CGROUP_PLAN, f"{CGROUPS.PREFIX}{ZYGOTE_ID or os.getppid()}-{os.getpid()}")
     limits = setup.job["limits"]
     group.create(int(limits["memory_bytes"]), int(limits["processes"]))
     setup.group = group

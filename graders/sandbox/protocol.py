@@ -76,6 +76,9 @@ class SandboxConfig:
     fail_layers: list = field(default_factory=list)   # tests only: layers to treat as refused
     uid_count: int = 1 << 16             # how many uids may be leased from uid_base
     drop_uid: bool = True                # as root, run each sandbox under a leased uid
+    later: list = field(default_factory=list)    # modules (torch's) a second zygote imports: see light_socket
+    light_socket: str = ""               # with `later`: the zygote serves notebooks here as soon as it
+    #   has imported `preload`, and forks a second zygote that imports `later` and then serves `socket`
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -20,7 +20,9 @@ Three kinds of process live here:
 
 zygote   imports the libraries the course's notebooks use (numpy, sympy, torch, matplotlib:
          those listed in its config) and IPython once, then waits on a UNIX socket. Each
-         connection is one notebook: it forks a monitor.
+         connection is one notebook: it forks a monitor. With torch in its list, it reports
+         ready without it and serves the notebooks that never name torch on a second socket;
+         a second zygote, forked from it then, imports torch and serves the first socket.
 monitor  (trusted, runs no student code) starts a session, becomes a child
          subreaper, unshares a PID namespace and forks the sandbox. It relays
          the sandbox's output lines to the grader (capped), enforces the
@@ -82,28 +84,73 @@ protocol = load("protocol")
 LAYER_PROBE = {}
 
 
-def zygote(config):
-    """Serve one notebook per connection until the grader closes our stdin."""
+def _listen(path):
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(config.socket)
-    os.chmod(config.socket, 0o600)
+    listener.bind(path)
+    os.chmod(path, 0o600)
     listener.listen(64)
+    return listener
+
+
+def zygote(config):
+    """Serve one notebook per connection until the grader closes our stdin.
+
+    With `config.later` (torch's modules, seconds to import), the zygote says it is ready once it
+    has `config.preload`, and serves notebooks that need none of `later` on `config.light_socket`
+    at once. It forks a second zygote, which imports `later` and then serves `config.socket`
+    (connections wait there until it does). Both apply the same layers (the second is a copy of
+    the first), and name their sandboxes' control groups by the first one's pid. If the second
+    dies, the first stops too, so the grader sees one zygote, alive or not."""
+    layers.ZYGOTE_ID = os.getpid()
+    listener = _listen(config.socket)
+    light = _listen(config.light_socket) if config.light_socket else None
     probe = layers.probe_isolation(config)
     probe.update(LAYER_PROBE)
-    gc.collect()
-    gc.freeze()  # keep children from touching (and so copying) the preloaded heap
-    gc.enable()  # off while preloading (main): every fork from here on collects as usual
+    _freeze()
     vsz = linux.own_vm_size()
     sys.stdout.write(json.dumps({"type": "ready", "pid": os.getpid(), "vsz": vsz, "isolation": probe}) + "\n")
     sys.stdout.flush()
-    linux.collapse_heap()   # after "ready" (it takes ~50 ms): each fork and exit then costs less
+    if light is None:
+        linux.collapse_heap()   # after "ready" (it takes ~50 ms): each fork and exit then costs less
+        return serve(listener, config)
+    second = os.fork()
+    if second == 0:
+        code = 1
+        try:
+            light.close()
+            gc.disable()
+            cells.preload_later(config)
+            _freeze()
+            linux.collapse_heap()
+            code = serve(listener, config, sweep=False)   # the first zygote, and the grader, sweep the groups
+        except BaseException:  # noqa: BLE001 - say why in the zygote's log; the first zygote then stops
+            import traceback
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    listener.close()
+    linux.collapse_heap()
+    return serve(light, config, second=second)
+
+
+def _freeze():
+    gc.collect()
+    gc.freeze()  # keep children from touching (and so copying) the preloaded heap
+    gc.enable()  # off while preloading (main): every fork from here on collects as usual
+
+
+def serve(listener, config, second=None, sweep=True):
+    """Fork a monitor for each connection on `listener` until our stdin closes (or, in the first
+    of two zygotes, until the `second` one has died)."""
     busy = {}  # monitor pids still running
     while True:
         try:
             ready, _, _ = select.select([listener, sys.stdin], [], [], 0.5)
         except InterruptedError:
             continue
-        _reap(busy)
+        if _reap(busy, second):
+            sys.stderr.write("sandbox zygote: the second zygote (the one with torch) died; stopping\n")
+            break
         if sys.stdin in ready and not sys.stdin.buffer.read1(1 << 16):
             break  # the grader went away: stop
         if listener in ready:
@@ -124,22 +171,26 @@ def zygote(config):
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass
-    if layers.CGROUPS is not None and "error" not in layers.CGROUP_PLAN:
-        layers.CGROUPS.sweep(layers.CGROUP_PLAN, os.getpid(), only_orphans=False)
+    if sweep and layers.CGROUPS is not None and "error" not in layers.CGROUP_PLAN:
+        layers.CGROUPS.sweep(layers.CGROUP_PLAN, layers.ZYGOTE_ID, only_orphans=False)
     return 0
 
 
-def _reap(busy):
-    while busy:
+def _reap(busy, second=None):
+    """Reap ended monitors (and remove a group one left); True if the `second` zygote has ended."""
+    while busy or second is not None:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             busy.clear()
-            return
+            return second is not None
         if pid == 0:
-            return
-        busy.pop(pid, None)
-        _drop_group(pid)
+            return False
+        if pid == second:
+            return True
+        if busy.pop(pid, None):
+            _drop_group(pid)
+    return False
 
 
 def _drop_group(monitor_pid):
@@ -147,7 +198,7 @@ def _drop_group(monitor_pid):
     cgroups, plan = layers.CGROUPS, layers.CGROUP_PLAN
     if cgroups is None or "error" in plan:
         return
-    group = cgroups.Group(plan, f"{cgroups.PREFIX}{os.getpid()}-{monitor_pid}")
+    group = cgroups.Group(plan, f"{cgroups.PREFIX}{layers.ZYGOTE_ID}-{monitor_pid}")
     group.kill()
     group.remove()
 

@@ -199,8 +199,10 @@ class Zygote:
         if any(m.split(".")[0] == "matplotlib" for m in self.preload):
             copy_font_list(FONT_CACHE, scratch)
         self.socket_path = os.path.join(self.dir, "zygote.sock")
+        first, later = split_preload(self.preload)
         config = SandboxConfig(
-            socket=self.socket_path, site=site_dirs(), preload=self.preload, transport=str(TRANSPORT),
+            socket=self.socket_path, site=site_dirs(), preload=first, later=later,
+            light_socket=os.path.join(self.dir, LIGHT_SOCKET) if later else "", transport=str(TRANSPORT),
             mount_root=os.path.join(self.dir, "root"), scratch=scratch, binds=binds, uid_base=UID_BASE,
             isolate=self.isolate, lease_dir=LEASES, python_world_readable=self.python_world_readable,
             seccomp=str(SECCOMP), cgroups=str(CGROUPS), allow_degraded=self.allow_degraded,
@@ -285,7 +287,32 @@ class Zygote:
     # -- one notebook ------------------------------------------------------------
     def run(self, job: dict, limits: Limits) -> Run:
         self.wait_ready()
-        return run_job(self.socket_path, job, limits)
+        return run_job(socket_for(self.socket_path, job), job, limits)
+
+
+# torch and its parts take seconds to import: a second zygote, forked from the first once that one
+# is ready, imports them; the first serves at once the notebooks that never name them (LIGHT_SOCKET)
+LATER = ("torch",)
+LIGHT_SOCKET = "light.sock"
+
+
+def split_preload(preload) -> tuple[list, list]:
+    """(what the first zygote imports, what the second imports: LATER's modules)."""
+    later = [m for m in preload if m.split(".")[0] in LATER]
+    return [m for m in preload if m not in later], later
+
+
+def socket_for(socket_path: str, job: dict) -> str:
+    """Where to send `job`: the zygote's light socket if it has one and no cell of the job names
+    a LATER library (then it starts at once, without waiting for torch's import), else
+    `socket_path`. Only a matter of time: a cell that imports torch by another way imports it
+    in its own sandbox, with the same answers."""
+    light = os.path.join(os.path.dirname(socket_path), LIGHT_SOCKET)
+    for cell in job.get("cells", ()):
+        source = cell.get("source") if isinstance(cell, dict) else None
+        if not isinstance(source, str) or any(name in source for name in LATER):
+            return socket_path
+    return light if os.path.exists(light) else socket_path
 
 
 def copy_font_list(source: str, target: str) -> None:
