@@ -309,16 +309,16 @@ def kill_all(pid, uid):
         if uid is not None:
             victims |= set(owned_by(uid))
         victims.discard(pid)
-        alive = [p for p in victims if alive(p)]
-        leftovers |= set(alive)
-        for target in (pid, *alive):
+        living = [p for p in victims if alive(p)]
+        leftovers |= set(living)
+        for target in (pid, *living):
             for kill in (os.killpg, os.kill):
                 try:
                     kill(target, signal.SIGKILL)
                 except OSError:
                     pass
         _reap_orphans(pid)
-        if not alive:
+        if not living:
             break
         time.sleep(0.01)
     return len(leftovers)

@@ -47,3 +47,26 @@ def test_the_relay_ends_when_the_sandbox_exits_not_after_a_fixed_pause(monkeypat
     assert slept == [], "the relay paused for a fixed time instead of waiting on the pidfd"
     grader.close()
     conn.close()
+
+
+def test_what_outlives_the_sandbox_is_killed_and_counted():
+    """After the sandbox, the monitor kills what is left of it (a process reparented to it, as its
+    subreaper, or one still running under the sandbox's uid) and counts it. It used to raise
+    NameError on the first such process, so the run ended with no usage and no verdict."""
+    sandbox = os.fork()
+    if sandbox == 0:
+        os._exit(0)
+    left = os.fork()
+    if left == 0:
+        time.sleep(60)
+        os._exit(0)
+    try:
+        assert worker.monitor.kill_all(sandbox, None) == 1
+        assert not worker.linux.alive(left)
+    finally:
+        for pid in (sandbox, left):
+            try:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            except (OSError, ChildProcessError):
+                pass

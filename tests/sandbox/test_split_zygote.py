@@ -65,7 +65,7 @@ def test_both_zygotes_isolate_alike_and_stop_together():
     try:
         light, heavy = zygote.run(LIGHT, LIMITS), zygote.run(TORCH, LIMITS)
         second = children(first)
-        assert light.status == heavy.status == "ok"
+        assert light.status == heavy.status == "ok", (light.detail, heavy.detail)
         answers = light.cells[1]["answers"], heavy.cells[1]["answers"]
         assert answers[0]["preloaded"] == 1 and answers[0]["x"] == 42
         assert answers[1]["preloaded"] == 1 + 2 and answers[1]["x"] == 3.0
