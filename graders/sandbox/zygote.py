@@ -408,6 +408,10 @@ def run_job(socket_path: str, job: dict, limits: Limits) -> Run:
         raise SandboxUnavailable("the sandbox zygote did not start the job")
     if run.status == "unavailable":   # an isolation layer failed: no student code ran
         raise SandboxUnavailable(run.detail or "the sandbox could not isolate the notebook")
+    if not run.done and run.status not in ("timeout", "flood"):
+        # the trusted monitor ended (or was killed) before its account of the run: no verdict
+        # to give the student, so the run is the machine's failure, retried, never a grade
+        raise SandboxUnavailable("the sandbox's monitor ended before it reported how the run ended")
     return run
 
 

@@ -92,3 +92,34 @@ def test_the_grader_does_not_trust_a_monitor_message_outside_the_format():
     assert "usage: cpu_seconds is not a number or null" in run.anomaly
     _take(run, b"M " + json.dumps(END).encode())
     assert run.done and run.status == "ok" and run.seconds == 0.5
+
+
+def _monitor_saying(tmp_path, *messages):
+    """A stand-in zygote at a socket of tmp_path: its monitor sends `messages`, then hangs up."""
+    import socket
+    import threading
+    path = str(tmp_path / f"zygote-{len(messages)}.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+
+    def answer():
+        conn, _ = server.accept()
+        conn.recv(1 << 16)
+        for message in messages:
+            conn.sendall(b"M " + json.dumps(message).encode() + b"\n")
+        conn.close()
+        server.close()
+    threading.Thread(target=answer, daemon=True).start()
+    return path
+
+
+def test_a_monitor_that_ends_before_its_account_leaves_the_run_ungraded(tmp_path):
+    """The monitor is trusted: if it ends (killed, or its own fault) before it says how the run
+    ended, the run is the machine's failure (retried, then not graded), never a grade."""
+    from graders.sandbox.zygote import Limits, SandboxUnavailable, run_job
+    job = {"cells": [{"index": 0, "source": "x = 1"}], "env": {}}
+    with pytest.raises(SandboxUnavailable, match="before it reported how the run ended"):
+        run_job(_monitor_saying(tmp_path, START, USAGE), job, Limits(notebook_seconds=5))
+    run = run_job(_monitor_saying(tmp_path, START, USAGE, END), job, Limits(notebook_seconds=5))
+    assert run.done and run.status == "ok"
