@@ -52,21 +52,30 @@ def test_the_relay_ends_when_the_sandbox_exits_not_after_a_fixed_pause(monkeypat
 def test_what_outlives_the_sandbox_is_killed_and_counted():
     """After the sandbox, the monitor kills what is left of it (a process reparented to it, as its
     subreaper, or one still running under the sandbox's uid) and counts it. It used to raise
-    NameError on the first such process, so the run ended with no usage and no verdict."""
-    sandbox = os.fork()
-    if sandbox == 0:
-        os._exit(0)
-    left = os.fork()
-    if left == 0:
-        time.sleep(60)
-        os._exit(0)
+    NameError on the first such process, so the run ended with no usage and no verdict.
+    A forked stand-in monitor runs kill_all, so that it sees only its own children."""
+    report_read, report_write = os.pipe()
+    monitor = os.fork()
+    if monitor == 0:
+        code = 70
+        try:
+            os.close(report_read)
+            sandbox = os.fork()
+            if sandbox == 0:
+                os._exit(0)
+            left = os.fork()
+            if left == 0:
+                time.sleep(60)
+                os._exit(0)
+            counted = worker.monitor.kill_all(sandbox, None)
+            os.write(report_write, f"{counted} {int(worker.linux.alive(left))}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(report_write)
     try:
-        assert worker.monitor.kill_all(sandbox, None) == 1
-        assert not worker.linux.alive(left)
+        _, status = os.waitpid(monitor, 0)
+        said = os.read(report_read, 100).decode()
     finally:
-        for pid in (sandbox, left):
-            try:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-            except (OSError, ChildProcessError):
-                pass
+        os.close(report_read)
+    assert os.waitstatus_to_exitcode(status) == 0 and said == "1 0", said
