@@ -9,6 +9,7 @@ import time
 import pytest
 
 from graders.sandbox import cgroups
+from graders.sandbox.linux import alive, children_of
 from graders.sandbox.zygote import LIGHT_SOCKET, Limits, Zygote, namespaces_permitted, socket_for, split_preload
 from tests.sandbox.test_figures import job
 
@@ -24,21 +25,6 @@ SEEN = ("import sys\n"
 
 LIGHT = job(SEEN + "x = 6 * 7\n", ["preloaded", "group", "x"])
 TORCH = job(SEEN + "import torch\nx = float(torch.ones(3).sum())\n", ["preloaded", "group", "x"])
-
-
-def children(pid):
-    try:
-        return [int(p) for p in open(f"/proc/{pid}/task/{pid}/children").read().split()]
-    except OSError:
-        return []
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_only_torch_waits_for_the_second_zygote():
@@ -64,7 +50,7 @@ def test_both_zygotes_isolate_alike_and_stop_together():
     first = zygote.process.pid
     try:
         light, heavy = zygote.run(LIGHT, LIMITS), zygote.run(TORCH, LIMITS)
-        second = children(first)
+        second = children_of(first)
         assert light.status == heavy.status == "ok", (light.detail, heavy.detail)
         answers = light.cells[1]["answers"], heavy.cells[1]["answers"]
         assert answers[0]["preloaded"] == 1 and answers[0]["x"] == 42
@@ -88,9 +74,9 @@ def test_when_the_second_zygote_dies_the_first_stops_and_says_why():
     zygote = Zygote(preload=("IPython", "torch")).start().wait_ready()
     try:
         deadline = time.monotonic() + 60
-        while not children(zygote.process.pid) and time.monotonic() < deadline:
+        while not children_of(zygote.process.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        second = children(zygote.process.pid)
+        second = children_of(zygote.process.pid)
         assert len(second) == 1
         os.kill(second[0], signal.SIGKILL)
         deadline = time.monotonic() + 10
