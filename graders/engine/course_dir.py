@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import nbformat
 
-from graders.sandbox.zygote import Limits
+from graders.sandbox.zygote import Limits, names_later
 
 
 MAX_NOTEBOOK_BYTES = 50 << 20
@@ -23,6 +23,7 @@ class InstructorNotebook:
     grade_cells: list             # SimpleNamespace(name, max_score, cell_type)
     solution_cells: list          # SimpleNamespace(name)
     task_cells: list              # SimpleNamespace(name, max_score)
+    later: bool = False           # its released code names torch: graded after the others (grade_submission)
 
     def source(self, name):
         return next((c for c in self.source_cells if c.name == name), None)
@@ -107,13 +108,15 @@ def load_course(root: Path, assignment: str, config=None) -> Course:
         for nb in sorted(found.notebooks, key=lambda n: n.name):
             cells = [SimpleNamespace(name=c.name, cell_type=c.cell_type, locked=bool(c.locked),
                                      checksum=c.checksum, source=c.source) for c in nb.source_cells]
-            cells = _in_release_order(coursedir, assignment, nb.name, cells)
+            released = _released(coursedir, assignment, nb.name)
+            cells = _in_release_order(released, cells)
             notebooks[nb.name] = InstructorNotebook(
                 name=nb.name, kernelspec=nb.kernelspec, source_cells=cells,
                 grade_cells=[SimpleNamespace(name=c.name, max_score=float(c.max_score), cell_type=c.cell_type)
                              for c in nb.grade_cells],
                 solution_cells=[SimpleNamespace(name=c.name) for c in nb.solution_cells],
-                task_cells=[SimpleNamespace(name=c.name, max_score=float(c.max_score)) for c in nb.task_cells])
+                task_cells=[SimpleNamespace(name=c.name, max_score=float(c.max_score)) for c in nb.task_cells],
+                later=released is not None and names_later(c.source for c in released.cells if c.cell_type == "code"))
     limit_output = config.LimitOutput
     hidden = config.ClearHiddenTests
     from graders.engine.time_limits import TimePolicy, notebook_limits
@@ -145,12 +148,18 @@ def _registered_from_release(gb, root: Path, coursedir, assignment: str):
     return gb.find_assignment(assignment)
 
 
-def _in_release_order(coursedir, assignment, notebook, cells):
-    """Source cells in the order the released notebook has them (the gradebook keeps no order)."""
+def _released(coursedir, assignment, notebook):
+    """The released notebook (the instructor's own file), or None when there is none."""
     path = Path(coursedir.format_path(coursedir.release_directory, ".", assignment)) / f"{notebook}.ipynb"
     try:
-        released = nbformat.read(path, as_version=4)
-    except Exception:  # noqa: BLE001 - no release folder: keep the gradebook's order
+        return nbformat.read(path, as_version=4)
+    except Exception:  # noqa: BLE001 - no release folder
+        return None
+
+
+def _in_release_order(released, cells):
+    """Source cells in the order the `released` notebook has them (the gradebook keeps no order)."""
+    if released is None:
         return cells
     order = {}
     for i, cell in enumerate(released.cells):

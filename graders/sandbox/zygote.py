@@ -308,11 +308,15 @@ def socket_for(socket_path: str, job: dict) -> str:
     `socket_path`. Only a matter of time: a cell that imports torch by another way imports it
     in its own sandbox, with the same answers."""
     light = os.path.join(os.path.dirname(socket_path), LIGHT_SOCKET)
-    for cell in job.get("cells", ()):
-        source = cell.get("source") if isinstance(cell, dict) else None
-        if not isinstance(source, str) or any(name in source for name in LATER):
-            return socket_path
+    sources = [cell.get("source") if isinstance(cell, dict) else None for cell in job.get("cells", ())]
+    if names_later(sources):
+        return socket_path
     return light if os.path.exists(light) else socket_path
+
+
+def names_later(sources) -> bool:
+    """Does any of these cell sources name a LATER library (or is one not text)?"""
+    return any(not isinstance(source, str) or any(name in source for name in LATER) for source in sources)
 
 
 def copy_font_list(source: str, target: str) -> None:

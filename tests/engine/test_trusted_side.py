@@ -26,6 +26,9 @@ from graders import symbolic
 from graders.engine.local_pool import LocalPool
 from graders.sandbox.zygote import Limits, Run, _take
 
+from pathlib import Path
+ROOT = Path(__file__).resolve().parents[2]
+
 
 @contextmanager
 def must_finish_within(seconds):
@@ -515,9 +518,42 @@ def test_a_submissions_notebooks_share_its_grading_child_and_no_other_submission
     monkeypatch.setattr(grading, "grade_notebook", records)
     closed = []
     monkeypatch.setattr(grading.SharedGrading, "__exit__", lambda self, *exc: closed.append(self) or False)
-    course = SimpleNamespace(notebooks={"a": "a", "b": "b"}, time_limits={}, submission_dir=lambda s: tmp_path / s)
+    course = SimpleNamespace(notebooks={n: SimpleNamespace(name=n, later=False) for n in "ab"}, time_limits={},
+                             submission_dir=lambda s: tmp_path / s)
     for student in ("s1", "s2"):
         grading.grade_submission(course, student, "socket", Limits())
     (_, first), (_, again), (_, other), (_, other_again) = seen
     assert first is again and other is other_again and first is not other
     assert first.student == "s1" and other.student == "s2" and closed == [first, other]
+
+
+def test_a_submission_grades_its_torch_notebooks_last_and_reports_them_in_the_courses_order(monkeypatch, tmp_path):
+    """Early in a run only the zygote without torch is ready: a submission's other notebooks go
+    first, and the result still lists every notebook in the assignment's order."""
+    order = []
+
+    def records(course, instructor, student, path, socket_path, limits, shared=None):
+        order.append(instructor.name)
+        return grading.NotebookResult(instructor.name)
+    monkeypatch.setattr(grading, "grade_notebook", records)
+    later = {"a": True, "b": False, "c": True, "d": False}
+    course = SimpleNamespace(notebooks={n: SimpleNamespace(name=n, later=later[n]) for n in "abcd"},
+                             time_limits={}, submission_dir=lambda s: tmp_path / s)
+    result = grading.grade_submission(course, "s1", "socket", Limits())
+    assert order == ["b", "d", "a", "c"]
+    assert [nb.name for nb in result.notebooks] == ["a", "b", "c", "d"]
+
+
+def test_a_notebook_whose_released_code_names_torch_is_marked_later(tmp_path, monkeypatch):
+    """`later` comes from the released notebook's code: w3-range imports torch, w1-memory does not."""
+    import shutil
+    from nbgrader import api
+    monkeypatch.setattr(api, "get_alembic_version", lambda: "test")   # not read here; nbgrader runs `alembic` for it
+    (tmp_path / "release" / "worked").mkdir(parents=True)
+    with api.Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}", "default_course") as gb:
+        gb.add_assignment("worked")
+        for name in ("w1-memory", "w3-range"):
+            gb.add_notebook(name, "worked")
+            shutil.copy(ROOT / "release" / "worked" / f"{name}.ipynb", tmp_path / "release" / "worked")
+    loaded = course_dir.load_course(tmp_path, "worked")
+    assert {name: nb.later for name, nb in loaded.notebooks.items()} == {"w1-memory": False, "w3-range": True}
