@@ -41,6 +41,24 @@ def test_a_zombie_is_not_alive():
     assert child.pid not in linux.children_of(os.getpid())
 
 
+def test_children_are_read_from_the_kernels_list_as_a_scan_of_every_process_finds_them(monkeypatch):
+    """The kernel's list of a process's children (read without looking at any other process)
+    names the same children as reading every process's parent; a process that has ended has none."""
+    kids = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"]) for _ in range(3)]
+    try:
+        assert linux.CHILDREN_FILE
+        scanned = linux._children_by_scan(os.getpid())
+        monkeypatch.setattr(linux, "_pids", lambda: pytest.fail("every process was read"))
+        listed = linux.children_of(os.getpid())
+        assert {k.pid for k in kids} <= set(listed) and sorted(listed) == sorted(scanned)
+        gone = kids[0].pid
+    finally:
+        for kid in kids:
+            kid.kill()
+            kid.wait()
+    assert linux.children_of(gone) == []
+
+
 def test_vm_size_reads_kilobytes_as_bytes():
     status = "Name:\tpython\nVmPeak:\t  999 kB\nVmSize:\t  2048 kB\nVmRSS:\t 10 kB\n"
     assert linux.vm_size(status) == 2048 * 1024
