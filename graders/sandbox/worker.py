@@ -56,6 +56,7 @@ import select
 import signal
 import socket
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -171,6 +172,8 @@ def serve(listener, config, second=None, sweep=True):
             os.killpg(pid, signal.SIGKILL)
         except OSError:
             pass
+    if second is not None:
+        _wait_for(second)
     if sweep and layers.CGROUPS is not None and "error" not in layers.CGROUP_PLAN:
         layers.CGROUPS.sweep(layers.CGROUP_PLAN, layers.ZYGOTE_ID, only_orphans=False)
     return 0
@@ -191,6 +194,26 @@ def _reap(busy, second=None):
         if busy.pop(pid, None):
             _drop_group(pid)
     return False
+
+
+def _wait_for(pid, seconds=5.0):
+    """Reap the second zygote, which stops when we do (it shares our stdin), so that it is never
+    left behind us and its work (its sandboxes') is accounted to us; killed after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+        except ChildProcessError:
+            return   # already reaped (it was the one that died first)
+        if time.monotonic() > deadline:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+            return
+        time.sleep(0.005)
 
 
 def _drop_group(monitor_pid):

@@ -3,13 +3,14 @@ soon as it has imported everything else, while a second one, forked from it, imp
 and then serves the rest. Both apply every isolation layer, name their sandboxes' control groups
 by the first one's pid, and stop together."""
 import os
+import resource
 import signal
 import time
 
 import pytest
 
 from graders.sandbox import cgroups
-from graders.sandbox.linux import alive, children_of
+from graders.sandbox.linux import alive, children_of, stat_fields
 from graders.sandbox.zygote import LIGHT_SOCKET, Limits, Zygote, namespaces_permitted, socket_for, split_preload
 from tests.sandbox.test_figures import job
 
@@ -25,6 +26,17 @@ SEEN = ("import sys\n"
 
 LIGHT = job(SEEN + "x = 6 * 7\n", ["preloaded", "group", "x"])
 TORCH = job(SEEN + "import torch\nx = float(torch.ones(3).sum())\n", ["preloaded", "group", "x"])
+
+
+def children_cpu():
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def own_cpu(pid):
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        fields = stat_fields(fh.read())
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # user + system time
 
 
 def test_only_torch_waits_for_the_second_zygote():
@@ -46,11 +58,13 @@ def test_a_job_goes_to_the_light_socket_only_when_no_cell_names_torch(tmp_path):
 
 @pytest.mark.skipif(not namespaces_permitted(), reason="needs namespaces")
 def test_both_zygotes_isolate_alike_and_stop_together():
+    counted = children_cpu()
     zygote = Zygote(preload=("IPython", "sympy", "torch")).start().wait_ready()
     first = zygote.process.pid
     try:
         light, heavy = zygote.run(LIGHT, LIMITS), zygote.run(TORCH, LIMITS)
         second = children_of(first)
+        second_cpu = own_cpu(second[0])   # importing torch
         assert light.status == heavy.status == "ok", (light.detail, heavy.detail)
         answers = light.cells[1]["answers"], heavy.cells[1]["answers"]
         assert answers[0]["preloaded"] == 1 and answers[0]["x"] == 42
@@ -64,6 +78,9 @@ def test_both_zygotes_isolate_alike_and_stop_together():
     finally:
         zygote.close()
     assert not alive(first) and not alive(second[0])
+    # the first reaped the second before it ended: nothing was left behind, and the second's work
+    # is the grader's to account for (it was not, while the first ended without waiting)
+    assert children_cpu() - counted >= second_cpu > 0.1
     plan = cgroups.detect()
     if "error" not in plan:
         assert cgroups.groups_of(plan, first) == []
