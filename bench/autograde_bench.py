@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import nbformat
 
@@ -115,13 +116,31 @@ def scores(course: Path, assignment: str) -> dict:
     return {(student, nb): round(score, 9) for student, nb, score in rows}
 
 
-def timed(args: list[str], cwd: Path) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds of the command and every process it waited for, its output)."""
+def machine_busy() -> float:
+    """Core-seconds this machine has been busy since boot (/proc/stat: every state but idle and
+    iowait), so that work the command's own accounts miss (a process it did not wait for, the
+    kernel's threads) is counted too; on a quiet machine, the difference over a run is the run's."""
+    with open("/proc/stat") as fh:
+        ticks = [int(x) for x in fh.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+class Timed(NamedTuple):
+    wall: float       # seconds
+    cpu: float        # CPU seconds of the command and every process it waited for
+    output: str       # its stdout and stderr
+    busy: float       # the machine's busy core-seconds meanwhile (machine_busy)
+
+
+def timed(args: list[str], cwd: Path) -> Timed:
+    """Run `args` in `cwd` and measure it (exit 0 or 1: a run with failures is still measured)."""
     import resource
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    busy = machine_busy()
     started = time.monotonic()
     result = subprocess.run(args, cwd=cwd, capture_output=True, text=True)
     elapsed = time.monotonic() - started
+    busy = machine_busy() - busy
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if result.returncode not in (0, 1):
@@ -130,7 +149,7 @@ def timed(args: list[str], cwd: Path) -> tuple[float, float, str]:
     tail = [line for line in (result.stdout + result.stderr).splitlines() if "autograde" in line][-3:]
     for line in tail:
         print("   ", line[:200])
-    return elapsed, cpu, result.stdout + result.stderr
+    return Timed(elapsed, cpu, result.stdout + result.stderr, busy)
 
 
 STAGES = ("prepare (trusted)", "fork + control group", "namespaces and root", "uid, rlimits, seccomp",
@@ -238,6 +257,21 @@ def print_gap(stages: dict, notebooks: int, t_ours: float, output: str) -> None:
           "(process start and imports not hidden by the zygote's, recording, the last task's tail)")
 
 
+def print_cpu_bound(stages: dict, notebooks: int, t_plain: float, t_ours: float, busy: float) -> None:
+    """The run's work against its time: the machine's busy core-seconds during chapter autograde,
+    the cells' share of them, and how long that work takes with no core ever idle."""
+    if not stages:
+        return
+    cores = os.cpu_count() or 1
+    cells = notebooks * stages["cells_mean"]
+    packed = busy / cores
+    print(f"the machine was busy {busy:.1f} core-s during chapter autograde: the cells {cells:.1f} (their mean "
+          f"x {notebooks}), everything else {busy - cells:.1f} ({1000 * (busy - cells) / notebooks:.0f} ms a "
+          f"notebook, fixed costs included); on {cores} cores with none idle that work takes {packed:.1f} s, "
+          f"{t_plain / packed:.1f}x ({100 * cells / busy:.0f} % of the ceiling); idle cores cost "
+          f"{t_ours - packed:.1f} s of the run's {t_ours:.1f}")
+
+
 def print_breakdown(stages: dict) -> None:
     if not stages:
         print("breakdown: no notebook could be timed")
@@ -275,13 +309,13 @@ def main(argv=None) -> int:
 
         print("plain nbgrader autograde ...")
         print(f"   load average before: {os.getloadavg()[0]:.2f}")
-        t_plain, cpu_plain, _ = timed([str(bin_dir / "nbgrader"), "autograde", args.assignment, "--force"], plain)
+        t_plain, cpu_plain, _, busy_plain = timed([str(bin_dir / "nbgrader"), "autograde", args.assignment, "--force"], plain)
         print("chapter autograde ...")
         command = [str(bin_dir / "chapter"), "autograde", args.assignment, "--course", str(ours), "--no-progress"]
         if args.workers:
             command += ["--workers", str(args.workers)]
         print(f"   load average before: {os.getloadavg()[0]:.2f}")
-        t_ours, cpu_ours, output = timed(command, ours)
+        t_ours, cpu_ours, output, busy_ours = timed(command, ours)
 
         got_plain, got_ours = scores(plain, args.assignment), scores(ours, args.assignment)
         honest = [s for s, kind in kinds.items() if kind != "broken"]
@@ -292,15 +326,18 @@ def main(argv=None) -> int:
         print(f"class: {args.students} students x {len(names)} notebooks = {notebooks} notebooks "
               f"({', '.join(f'{k}: {list(kinds.values()).count(k)}' for k in dict.fromkeys(KINDS))})")
         print(f"plain nbgrader autograde: {t_plain:7.1f} s  {notebooks / t_plain:6.2f} notebooks/s  "
-              f"{args.students / t_plain:6.3f} students/s   CPU {cpu_plain:7.1f} s")
+              f"{args.students / t_plain:6.3f} students/s   CPU {cpu_plain:7.1f} s, machine busy {busy_plain:7.1f} core-s")
         print(f"chapter autograde:        {t_ours:7.1f} s  {notebooks / t_ours:6.2f} notebooks/s  "
-              f"{args.students / t_ours:6.3f} students/s   CPU {cpu_ours:7.1f} s")
-        print(f"speed-up: {t_plain / t_ours:.1f}x wall clock ({cpu_plain / cpu_ours:.1f}x less CPU time) "
+              f"{args.students / t_ours:6.3f} students/s   CPU {cpu_ours:7.1f} s, machine busy {busy_ours:7.1f} core-s")
+        # the CPU column misses what a command did not wait for (chapter's second zygote is the first
+        # one's child, and its sandboxes are counted nowhere once the first has gone): compare the machine's
+        print(f"speed-up: {t_plain / t_ours:.1f}x wall clock ({busy_plain / busy_ours:.1f}x less machine busy time) "
               f"on {os.cpu_count()} cores")
         stages = breakdown(scratch / "base", args.assignment, args.sample)
         print_breakdown(stages)
         print_ceiling(stages, notebooks, t_plain, t_ours)
         print_gap(stages, notebooks, t_ours, output)
+        print_cpu_bound(stages, notebooks, t_plain, t_ours, busy_ours)
         digest = hashlib.sha256(repr(sorted(got_ours.items())).encode()).hexdigest()[:12]
         if mismatches:
             print(f"MISMATCH on {len(mismatches)} of {compared} honest notebooks:")

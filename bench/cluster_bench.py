@@ -59,7 +59,8 @@ def main(argv=None) -> int:
 
         def run(label, command, cwd, cpu_known=True):
             print(f"{label} ...  (load average before: {os.getloadavg()[0]:.2f})")
-            wall, cpu = timed(command, cwd)
+            measured = timed(command, cwd)
+            wall, cpu = measured.wall, measured.cpu
             rows.append((label, wall, cpu if cpu_known else None))
             got[label] = scores(cwd, args.assignment)
 

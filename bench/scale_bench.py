@@ -134,7 +134,8 @@ def grade(course: Path, assignment: str, students: int, notebooks: int, workers:
 
 def plain_nbgrader(course: Path, assignment: str, students: int, notebooks: int) -> dict:
     from autograde_bench import timed
-    wall, cpu = timed([str(Path(sys.executable).parent / "nbgrader"), "autograde", assignment, "--force"], course)
+    measured = timed([str(Path(sys.executable).parent / "nbgrader"), "autograde", assignment, "--force"], course)
+    wall, cpu = measured.wall, measured.cpu
     return {"students": students, "wall": wall, "per_notebook": wall / (students * notebooks), "cpu": cpu}
 
 
