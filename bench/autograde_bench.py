@@ -18,15 +18,20 @@ included). The script prints the throughput of each and their ratio, and
 checks that both give identical scores on every honest submission (all but
 "broken", which plain nbgrader refuses as a whole).
 
-Then, in this process, a sample of the class is graded once more, one notebook at a
-time, through the engine's own steps, and each notebook's time is broken down:
-reading and preparing it (trusted), the fork and control group, namespaces and
-root, uid + rlimits + seccomp, IPython start, the cells themselves, moving the
-answers, tear-down, and the trusted comparison. Timestamps come from the monitor
-(CLOCK_MONOTONIC is one clock for every process of the machine). The last lines
-compare chapter autograde with the cells' own time (their mean on every core: the
-ceiling) and split the difference: the zygote's start (from the run's summary), each
-notebook's work beyond its cells, and the rest.
+Then, in this process, the class (or --sample notebooks of it) is graded once more, one
+notebook at a time, through the engine's own steps (as one worker grades a submission),
+and each notebook's time is broken down: its share of the student's references (computed
+here once a variant, as a worker does), reading and preparing it (trusted), the fork and
+control group, namespaces and root, uid + rlimits + seccomp, IPython start, the cells
+themselves, moving the answers, tear-down, and the trusted comparison. Timestamps come
+from the monitor (CLOCK_MONOTONIC is one clock for every process of the machine). The
+last lines compare chapter autograde with the cells' own time (their mean on every core:
+the ceiling) and split the difference: the zygote's start (from the run's summary), each
+notebook's work beyond its cells, and the rest. Last, from the run itself (the breakdown
+comes minutes later, and this machine's speed drifts): the machine's busy core-seconds
+during chapter autograde (/proc/stat; the bench expects a quiet machine), split into its
+sandboxes' own (their control groups, from the run's journal) and everything else, and the
+share of the run's time that the sandboxes alone would take on every core.
 
 It is not part of the test suite: plain nbgrader takes minutes.
 """
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -152,7 +158,7 @@ def timed(args: list[str], cwd: Path) -> Timed:
     return Timed(elapsed, cpu, result.stdout + result.stderr, busy)
 
 
-STAGES = ("prepare (trusted)", "fork + control group", "namespaces and root", "uid, rlimits, seccomp",
+STAGES = ("references (trusted)", "prepare (trusted)", "fork + control group", "namespaces and root", "uid, rlimits, seccomp",
           "IPython start", "cells", "moving the answers", "tear-down", "trusted comparison")
 
 
@@ -162,19 +168,35 @@ def breakdown(course: Path, assignment: str, sample: int) -> dict:
 
     from graders.engine import course_dir
     from graders.engine import grading
+    from graders.engine.warm import preload_for_assignment
     from graders.sandbox.zygote import Zygote
     config = course_dir.load_config(course)
     loaded = course_dir.load_course(course, assignment, config)
     limits = course_dir.limits_from(config)
     students = course_dir.discover(loaded)
+    for name in loaded.notebooks:   # as autograde imports them before its workers fork
+        problems.known(name)
     rows = []
-    with Zygote(secrets=[course]) as zygote:
+    with Zygote(secrets=[course], preload=preload_for_assignment(course, assignment)) as zygote:   # as autograde's
         # a zygote with torch is ready before torch is (a second zygote imports it): wait for that one
         # too, so that no notebook's time below includes the start
         zygote.run({"cells": [{"index": 0, "source": "import torch"}], "env": {}}, limits)
         for student in students:
+            if len(rows) >= sample:
+                break
+            # as a worker grades one submission (task.grade_one): the student's references first, in
+            # this long-lived process (remembered for the next student of that variant), their time
+            # shared by the submission's notebooks; after grading, the mistakes a failed check needs
+            started = time.monotonic()
+            grading.warm_references(loaded, student)
+            warm, results = time.monotonic() - started, []
             with grading.SharedGrading(loaded, student) as shared:   # as grade_submission grades them
-                rows += breakdown_submission(loaded, student, zygote, limits, sample - len(rows), shared)
+                got = breakdown_submission(loaded, student, zygote, limits, sample - len(rows), shared, results)
+            for row in got:
+                row["references (trusted)"] = warm / len(got)
+                row["total"] += warm / len(got)
+            rows += got
+            grading.warm_references(loaded, student, after=grading.SubmissionResult(student, "", notebooks=results))
     if not rows:
         return {}
     return {key: statistics.median(r[key] for r in rows) for key in rows[0]} | {
@@ -183,8 +205,9 @@ def breakdown(course: Path, assignment: str, sample: int) -> dict:
         "beyond_median": statistics.median(r["total"] - r["cells"] for r in rows)}
 
 
-def breakdown_submission(loaded, student: str, zygote, limits, sample: int, shared) -> list[dict]:
-    """The stages of up to `sample` of one student's notebooks, graded one at a time."""
+def breakdown_submission(loaded, student: str, zygote, limits, sample: int, shared, results=None) -> list[dict]:
+    """The stages of up to `sample` of one student's notebooks, graded one at a time (each one's
+    NotebookResult appended to `results`)."""
     from graders.engine import grading
     from graders.engine import sanitize
     from graders.engine import snapshot
@@ -207,6 +230,8 @@ def breakdown_submission(loaded, student: str, zygote, limits, sample: int, shar
         out = grading.NotebookResult(name)
         grading.grade_cells(loaded, instructor, nb, student, run, tests, out, shared=shared)
         t3 = time.monotonic()
+        if results is not None:
+            results.append(out)
         u, cells = run.usage, [c for c in run.cells.values() if isinstance(c.get("started_at"), float)]
         if not cells or "isolated_at" not in u:
             continue
@@ -257,19 +282,30 @@ def print_gap(stages: dict, notebooks: int, t_ours: float, output: str) -> None:
           "(process start and imports not hidden by the zygote's, recording, the last task's tail)")
 
 
-def print_cpu_bound(stages: dict, notebooks: int, t_plain: float, t_ours: float, busy: float) -> None:
-    """The run's work against its time: the machine's busy core-seconds during chapter autograde,
-    the cells' share of them, and how long that work takes with no core ever idle."""
-    if not stages:
-        return
+def sandbox_cpu(course: Path, assignment: str) -> float:
+    """The CPU seconds of every sandbox of chapter autograde's run on `course`, as each one's
+    control group counted them (the cells, with IPython's start and the sandbox's exit), read
+    from the run's journal."""
+    from graders.engine.journal import JOURNAL
+    total = 0.0
+    for path in (course / JOURNAL / assignment).glob("*.json"):
+        for nb in json.loads(path.read_text()).get("result", {}).get("notebooks", []):
+            total += (nb.get("run") or {}).get("cpu_seconds") or 0.0
+    return total
+
+
+def print_cpu_bound(notebooks: int, t_ours: float, busy: float, sandboxes: float) -> None:
+    """The run's work against its time, all measured in the run itself (the breakdown comes
+    later, on a machine whose speed may have changed): the machine's busy core-seconds, the
+    sandboxes' share of them, and how long each takes with no core ever idle."""
     cores = os.cpu_count() or 1
-    cells = notebooks * stages["cells_mean"]
-    packed = busy / cores
-    print(f"the machine was busy {busy:.1f} core-s during chapter autograde: the cells {cells:.1f} (their mean "
-          f"x {notebooks}), everything else {busy - cells:.1f} ({1000 * (busy - cells) / notebooks:.0f} ms a "
-          f"notebook, fixed costs included); on {cores} cores with none idle that work takes {packed:.1f} s, "
-          f"{t_plain / packed:.1f}x ({100 * cells / busy:.0f} % of the ceiling); idle cores cost "
-          f"{t_ours - packed:.1f} s of the run's {t_ours:.1f}")
+    packed, floor = busy / cores, sandboxes / cores
+    print(f"in the run: the machine was busy {busy:.1f} core-s, its sandboxes {sandboxes:.1f} (their control "
+          f"groups), everything else {busy - sandboxes:.1f} ({1000 * (busy - sandboxes) / notebooks:.0f} ms a "
+          f"notebook, fixed costs included). On {cores} cores with none idle, the sandboxes alone take "
+          f"{floor:.1f} s and all the work {packed:.1f} s; the run took {t_ours:.1f} s: "
+          f"{100 * floor / t_ours:.0f} % of it the sandboxes' own time ({100 * floor / packed:.0f} % at best "
+          f"with this work), idle cores {t_ours - packed:.1f} s")
 
 
 def print_breakdown(stages: dict) -> None:
@@ -292,7 +328,8 @@ def main(argv=None) -> int:
     parser.add_argument("--notebooks", type=int, default=5)
     parser.add_argument("--workers", type=int, help="for chapter autograde (default: every core)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch courses")
-    parser.add_argument("--sample", type=int, default=20, help="notebooks in the time breakdown")
+    parser.add_argument("--sample", type=int, help="notebooks in the time breakdown (default: the whole class, "
+                        "so that the first student's costs weigh as they do in the run)")
     args = parser.parse_args(argv)
     bin_dir = Path(sys.executable).parent
     names = pick_notebooks(args.assignment, args.notebooks)
@@ -333,11 +370,11 @@ def main(argv=None) -> int:
         # one's child, and its sandboxes are counted nowhere once the first has gone): compare the machine's
         print(f"speed-up: {t_plain / t_ours:.1f}x wall clock ({busy_plain / busy_ours:.1f}x less machine busy time) "
               f"on {os.cpu_count()} cores")
-        stages = breakdown(scratch / "base", args.assignment, args.sample)
+        stages = breakdown(scratch / "base", args.assignment, args.sample or notebooks)
         print_breakdown(stages)
         print_ceiling(stages, notebooks, t_plain, t_ours)
         print_gap(stages, notebooks, t_ours, output)
-        print_cpu_bound(stages, notebooks, t_plain, t_ours, busy_ours)
+        print_cpu_bound(notebooks, t_ours, busy_ours, sandbox_cpu(ours, args.assignment))
         digest = hashlib.sha256(repr(sorted(got_ours.items())).encode()).hexdigest()[:12]
         if mismatches:
             print(f"MISMATCH on {len(mismatches)} of {compared} honest notebooks:")
