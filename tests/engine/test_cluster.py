@@ -321,7 +321,7 @@ def test_concurrent_graders_on_postgresql_lose_nothing(both, tmp_path, postgres_
     course = course_with(tmp_path / "course", postgres_db())
     submit_class(course)
     results_json = []
-    for copy in range(4):        # the class four times over, under new names: 36 new students
+    for copy in range(4):        # the class four times over, each copy under new names
         for result in both["local"].results.values():
             data = result.to_json()
             data["student"] = f"{data['student']}-{copy}"
