@@ -169,14 +169,18 @@ class LocalPool:
         text), "timeout" (the task ran past `seconds` and its worker was killed) or
         "died" (its worker died under it). `request(task)` is what is sent to the
         worker, computed only when the task starts (so it may carry fresh state).
+        A worker that has ended its task is handed the next one before the ended task
+        is yielded: it grades while the caller records (tens of ms a submission).
         """
         queue = list(tasks)
         queue.reverse()
-        while queue or self.running():
+        events = []
+        while queue or self.running() or events:
             while queue and self.has_room():
                 task = queue.pop()
-                yield from self.start(task, request(task), seconds)
-            yield from self.wait()
+                events += self.start(task, request(task), seconds)
+            yield from events
+            events = self.wait() if self.running() else []
 
 
 # ==================================================================== a grading run on this machine

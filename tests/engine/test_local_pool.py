@@ -140,8 +140,9 @@ def _double(task):
     return task * 2
 
 
-def test_the_request_is_made_only_when_its_task_starts():
-    """`request(task)` runs as each task is handed out, so it can carry state fresh at that moment."""
+def test_the_request_is_made_when_its_task_starts_and_a_free_worker_starts_before_the_caller_records():
+    """`request(task)` runs as each task is handed out, so it can carry state fresh at that moment;
+    a worker that has ended its task has the next one while the caller handles the result."""
     made = []
 
     def request(task):
@@ -150,6 +151,8 @@ def test_the_request_is_made_only_when_its_task_starts():
     with LocalPool(1, _double) as pool:
         events = pool.results(["a", "b", "c"], seconds=30, request=request)
         first = next(events)
-        assert first[:3] == ("a", "ok", "aa") and made == ["a"]
-        assert [e[:3] for e in events] == [("b", "ok", "bb"), ("c", "ok", "cc")] and made == ["a", "b", "c"]
+        assert first[:3] == ("a", "ok", "aa") and made == ["a", "b"] and pool.running() == 1
+        second = next(events)
+        assert second[:3] == ("b", "ok", "bb") and made == ["a", "b", "c"] and pool.running() == 1
+        assert [e[:3] for e in events] == [("c", "ok", "cc")] and made == ["a", "b", "c"]
         assert pool.running() == 0 and pool.has_room()
