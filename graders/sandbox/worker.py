@@ -101,7 +101,8 @@ def zygote(config):
     at once. It forks a second zygote, which imports `later` and then serves `config.socket`
     (connections wait there until it does). Both apply the same layers (the second is a copy of
     the first), and name their sandboxes' control groups by the first one's pid. If the second
-    dies, the first stops too, so the grader sees one zygote, alive or not."""
+    dies, the first stops too, so the grader sees one zygote, alive or not; when the first stops,
+    it reaps the second (`_stop_second`)."""
     layers.ZYGOTE_ID = os.getpid()
     listener = _listen(config.socket)
     light = _listen(config.light_socket) if config.light_socket else None
@@ -114,15 +115,19 @@ def zygote(config):
     if light is None:
         linux.collapse_heap()   # after "ready" (it takes ~50 ms): each fork and exit then costs less
         return serve(listener, config)
+    serving_read, serving_write = os.pipe()   # the second says here that it serves
     second = os.fork()
     if second == 0:
         code = 1
         try:
             light.close()
+            os.close(serving_read)
             gc.disable()
             cells.preload_later(config)
             _freeze()
             linux.collapse_heap()
+            os.write(serving_write, b"s")
+            os.close(serving_write)
             code = serve(listener, config, sweep=False)   # the first zygote, and the grader, sweep the groups
         except BaseException:  # noqa: BLE001 - say why in the zygote's log; the first zygote then stops
             import traceback
@@ -130,8 +135,9 @@ def zygote(config):
         finally:
             os._exit(code)
     listener.close()
+    os.close(serving_write)
     linux.collapse_heap()
-    return serve(light, config, second=second)
+    return serve(light, config, second=second, second_serving=serving_read)
 
 
 def _freeze():
@@ -140,9 +146,9 @@ def _freeze():
     gc.enable()  # off while preloading (main): every fork from here on collects as usual
 
 
-def serve(listener, config, second=None, sweep=True):
+def serve(listener, config, second=None, sweep=True, second_serving=None):
     """Fork a monitor for each connection on `listener` until our stdin closes (or, in the first
-    of two zygotes, until the `second` one has died)."""
+    of two zygotes, until the `second` one has died; `second_serving` is readable once it serves)."""
     busy = {}  # monitor pids still running
     while True:
         try:
@@ -173,7 +179,7 @@ def serve(listener, config, second=None, sweep=True):
         except OSError:
             pass
     if second is not None:
-        _wait_for(second)
+        _stop_second(second, second_serving)
     if sweep and layers.CGROUPS is not None and "error" not in layers.CGROUP_PLAN:
         layers.CGROUPS.sweep(layers.CGROUP_PLAN, layers.ZYGOTE_ID, only_orphans=False)
     return 0
@@ -196,9 +202,16 @@ def _reap(busy, second=None):
     return False
 
 
-def _wait_for(pid, seconds=5.0):
-    """Reap the second zygote, which stops when we do (it shares our stdin), so that it is never
-    left behind us and its work (its sandboxes') is accounted to us; killed after `seconds`."""
+def _stop_second(pid, serving_fd):
+    """Reap the second zygote, so that it is never left behind us and its work (its sandboxes')
+    is accounted to us. Once it serves, it stops when we do (it shares our stdin): it is given
+    5 s. While it still imports torch, it has nothing to finish, and is killed at once."""
+    serving = serving_fd is not None and bool(select.select([serving_fd], [], [], 0)[0])
+    _wait_for(pid, 5.0 if serving else 0.0)
+
+
+def _wait_for(pid, seconds):
+    """Reap `pid`, killed if it has not ended within `seconds`."""
     deadline = time.monotonic() + seconds
     while True:
         try:

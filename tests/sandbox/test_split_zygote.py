@@ -87,6 +87,27 @@ def test_both_zygotes_isolate_alike_and_stop_together():
 
 
 @pytest.mark.skipif(not namespaces_permitted(), reason="needs namespaces")
+def test_a_zygote_closed_while_its_second_still_imports_torch_closes_at_once():
+    """A short run (a few light notebooks) ends before torch is imported: the second zygote has
+    nothing to finish, so it is killed, not waited for (its import takes most of a second)."""
+    zygote = Zygote(preload=("IPython", "torch")).start().wait_ready()
+    first = zygote.process.pid
+    try:
+        deadline = time.monotonic() + 10
+        while not children_of(first) and time.monotonic() < deadline:   # forked just after "ready"
+            time.sleep(0.01)
+        second = children_of(first)
+        assert len(second) == 1
+        assert zygote.run(LIGHT, LIMITS).status == "ok"
+    finally:
+        started = time.monotonic()
+        zygote.close()
+        took = time.monotonic() - started
+    assert not alive(first) and not alive(second[0])
+    assert took < 0.5, took
+
+
+@pytest.mark.skipif(not namespaces_permitted(), reason="needs namespaces")
 def test_when_the_second_zygote_dies_the_first_stops_and_says_why():
     zygote = Zygote(preload=("IPython", "torch")).start().wait_ready()
     try:
