@@ -180,7 +180,7 @@ class LocalPool:
                 task = queue.pop()
                 events += self.start(task, request(task), seconds)
             yield from events
-            events = self.wait() if self.running() else []
+            events = self.wait()   # [] when nothing runs
 
 
 # ==================================================================== a grading run on this machine
