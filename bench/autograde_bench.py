@@ -288,9 +288,10 @@ def sandbox_cpu(course: Path, assignment: str) -> float:
     """The CPU seconds of every sandbox of chapter autograde's run on `course`, as each one's
     control group counted them (the cells, with IPython's start and the sandbox's exit), read
     from the run's journal."""
-    from graders.engine.journal import JOURNAL
+    from graders.engine.course_dir import load_course
+    from graders.engine.journal import Journal
     total = 0.0
-    for path in (course / JOURNAL / assignment).glob("*.json"):
+    for path in Journal(load_course(course, assignment)).dir.glob("*.json"):
         for nb in json.loads(path.read_text()).get("result", {}).get("notebooks", []):
             total += (nb.get("run") or {}).get("cpu_seconds") or 0.0
     return total
