@@ -127,3 +127,39 @@ def test_the_command_line_only_parses_and_dispatches():
     long = [f"{f.name} ({f.end_lineno - f.lineno + 1} lines)" for f in functions
             if f.name != "main" and f.end_lineno - f.lineno + 1 > 25]
     assert not long, long
+
+
+def private_crossings(path: Path) -> list[str]:
+    """Where `path` reaches for another project module's private name: `from m import _x`, or
+    `m._x` on a name bound to one of the project's modules (the sandbox's files load each other
+    as `_sandbox_<name>`)."""
+    known, tree = known_modules(), ast.parse(path.read_text())
+
+    def project(name: str) -> bool:
+        return name.startswith("graders") or name.startswith("_sandbox_")
+
+    def private(name: str) -> bool:
+        return name.startswith("_") and not name.startswith("__")
+
+    bound, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names if project(a.name)}
+        elif isinstance(node, ast.ImportFrom) and node.module and project(node.module):
+            for alias in node.names:
+                if private(alias.name):
+                    found.append(f"line {node.lineno}: from {node.module} import {alias.name}")
+                elif f"{node.module}.{alias.name}" in known:
+                    bound.add(alias.asname or alias.name)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in bound and private(node.attr)):
+            found.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    """A name two modules need is public in one of them; a leading underscore means "this file only"."""
+    found = {str(p.relative_to(GRADERS.parent)): crossings for p in GRADERS.rglob("*.py")
+             if "__pycache__" not in p.parts and (crossings := private_crossings(p))}
+    assert not found, found

@@ -9,7 +9,7 @@ import nbformat
 
 from graders.engine.course_dir import InstructorNotebook
 from graders.engine.shared import silent_log
-from graders.engine.snapshot import _Snapshot
+from graders.engine.snapshot import GradebookStandIn
 
 
 @functools.lru_cache(maxsize=1)
@@ -199,7 +199,7 @@ def sanitize(nb, instructor: InstructorNotebook, assignment: str, student: str,
     if duplicated:
         notes.append(f"cells appear more than once ({_some(duplicated)}); only the last copy of each is graded")
     resources = {"nbgrader": {"notebook": instructor.name, "assignment": assignment, "student": student,
-                              "db_url": None}, "snapshot": _Snapshot(instructor)}
+                              "db_url": None}, "snapshot": GradebookStandIn(instructor)}
     nb, resources = ClearOutput(log=silent_log).preprocess(nb, resources)
     notes += restore_flags(nb, instructor)
     if instructor.kernelspec:

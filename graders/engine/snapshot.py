@@ -9,7 +9,7 @@ import nbformat
 from graders.engine.course_dir import InstructorNotebook, MAX_NOTEBOOK_BYTES
 
 
-class _Snapshot:
+class GradebookStandIn:
     """Stands in for nbgrader's Gradebook inside its own preprocessors."""
 
     def __init__(self, notebook: InstructorNotebook):

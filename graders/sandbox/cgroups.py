@@ -327,7 +327,7 @@ def groups_of(plan, zygote=None):
     return sorted(names)
 
 
-def _owner_alive(name):
+def owner_alive(name):
     """Is the monitor that made group `name` still running (and a sandbox worker)?"""
     try:
         monitor = int(name[len(PREFIX):].split("-")[1])
@@ -346,7 +346,7 @@ def sweep(plan, zygote=None, only_orphans=True):
     if "error" in plan:
         return removed
     for name in groups_of(plan, zygote):
-        if only_orphans and _owner_alive(name):
+        if only_orphans and owner_alive(name):
             continue
         group = Group(plan, name)
         group.kill()

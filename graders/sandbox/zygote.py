@@ -358,7 +358,7 @@ def sweep_groups(zygote_pid: int | None = None) -> list[str]:
         return []
     for name in cgroups.groups_of(plan, zygote_pid):
         monitor = cgroups.monitor_of(name)
-        if zygote_pid is not None and monitor and cgroups._owner_alive(name):
+        if zygote_pid is not None and monitor and cgroups.owner_alive(name):
             try:
                 os.killpg(monitor, signal.SIGKILL)   # its own session: it runs no student code
             except OSError:

@@ -346,7 +346,7 @@ def test_a_tiny_class_shows_counts_only_and_manual_scores(tmp_path):
     assert not t.item.detailed
     assert all(r[9] == "" for r in t.checks) and all(r[3] == "" for r in t.mistakes)
     assert all(e["ci"] is None and not e["flagged"] for e in t.variants.values())
-    manual = {r[0]: r for r in report._manual_rows(t.item)}
+    manual = {r[0]: r for r in report.manual_rows(t.item)}
     assert manual[task][2:] == [2, "2.25", "1.5 3", 1]
     assert sorted(t.item.scores.values()) == [0.0, 1.5, 3.0]
     page = written.html.read_text()

@@ -135,7 +135,7 @@ def test_the_rows_reach_items_csv_the_page_and_the_text(tmp_path):
     per_item = report.tables(data)
     page = render.render_html(data, per_item, render.figures(per_item))
     text = render.render_text(data, per_item)
-    render._write_csv(tmp_path / "items.csv", report.ITEM_COLUMNS, [r for t in per_item for r in t.statistics])
+    render.write_csv(tmp_path / "items.csv", report.ITEM_COLUMNS, [r for t in per_item for r in t.statistics])
     with open(tmp_path / "items.csv", newline="") as fh:
         written = list(csv.reader(fh))
     assert written[0] == report.ITEM_COLUMNS

@@ -12,7 +12,7 @@ from nbgrader.api import MissingEntry
 
 from graders.engine import snapshot
 from graders.engine.course_dir import InstructorNotebook
-from graders.engine.snapshot import _Snapshot, why_broken, read_submission
+from graders.engine.snapshot import GradebookStandIn, why_broken, read_submission
 
 NOTEBOOK = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}
 
@@ -93,7 +93,7 @@ def instructor():
 
 def test_the_snapshot_answers_as_the_gradebook_would():
     nb = instructor()
-    with _Snapshot(nb) as gradebook:
+    with GradebookStandIn(nb) as gradebook:
         assert gradebook.find_notebook("nb", "a1") is nb
         assert gradebook.find_source_cell("test", "nb", "a1").checksum == "t"
         assert gradebook.find_graded_cell("test", "nb", "a1").max_score == 2.0
@@ -106,7 +106,7 @@ def test_the_snapshot_answers_as_the_gradebook_would():
 
 def test_the_snapshot_does_not_swallow_errors():
     with pytest.raises(RuntimeError):
-        with _Snapshot(instructor()):
+        with GradebookStandIn(instructor()):
             raise RuntimeError("inside")
 
 

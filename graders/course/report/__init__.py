@@ -52,8 +52,8 @@ from pathlib import Path
 
 from graders.course.report import lateness
 from graders.course.report.data import MIN_CLASS, MIN_VARIANT, ClassData, Item, collect
-from graders.course.report.render import (MANUAL_COLUMNS, OVERVIEW_COLUMNS, RULES, VARIANT_COLUMNS, _manual_rows,
-                                          _write_csv, figures, render_html, render_text)
+from graders.course.report.render import (MANUAL_COLUMNS, OVERVIEW_COLUMNS, RULES, VARIANT_COLUMNS, manual_rows,
+                                          write_csv, figures, render_html, render_text)
 from graders.course.report.stats import (ALPHA, CHECK_COLUMNS, DRAWS, ITEM_COLUMNS, MISTAKE_COLUMNS, NEGATIVE,
                                          ItemTables, item_statistics, point_biserial, tables, top_mistakes,
                                          variant_fairness)
@@ -62,7 +62,7 @@ from graders.engine.exchange import close_folder, read_set_aside
 __all__ = ["ALPHA", "CHECK_COLUMNS", "DRAWS", "ITEM_COLUMNS", "NEGATIVE", "item_statistics", "point_biserial", "MANUAL_COLUMNS", "MIN_CLASS", "MIN_VARIANT", "MISTAKE_COLUMNS",
            "OVERVIEW_COLUMNS", "RULES", "VARIANT_COLUMNS", "ClassData", "Item", "ItemTables", "Written",
            "build_report", "collect", "figures", "render_html", "render_text", "tables", "top_mistakes",
-           "variant_fairness", "_manual_rows"]
+           "variant_fairness", "manual_rows"]
 
 
 @dataclass
@@ -98,13 +98,13 @@ def build_report(root, assignment: str, out: Path | None = None) -> Written:
         close_folder(folder.parent)
     page = folder / "report.html"
     page.write_text(render_html(data, per_item, images), encoding="utf-8")
-    _write_csv(folder / "checks.csv", CHECK_COLUMNS, [r for t in per_item for r in t.checks])
-    _write_csv(folder / "mistakes.csv", MISTAKE_COLUMNS, [r for t in per_item for r in t.mistakes])
-    _write_csv(folder / "items.csv", ITEM_COLUMNS, [r for t in per_item for r in t.statistics])
+    write_csv(folder / "checks.csv", CHECK_COLUMNS, [r for t in per_item for r in t.checks])
+    write_csv(folder / "mistakes.csv", MISTAKE_COLUMNS, [r for t in per_item for r in t.mistakes])
+    write_csv(folder / "items.csv", ITEM_COLUMNS, [r for t in per_item for r in t.statistics])
     deadlines_csv = None
     if data.lateness.shown:
         deadlines_csv = folder / "deadlines.csv"
-        _write_csv(deadlines_csv, lateness.COLUMNS, data.lateness.rows)
+        write_csv(deadlines_csv, lateness.COLUMNS, data.lateness.rows)
     text = render_text(data, per_item)
     seconds["writing"] = time.perf_counter() - mark
     return Written(page, folder / "checks.csv", folder / "mistakes.csv", text, seconds, per_item,

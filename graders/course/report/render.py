@@ -16,7 +16,7 @@ import numpy as np
 from graders.course.report.data import MIN_CLASS, MIN_VARIANT, ClassData, Item
 from graders.course.report.lateness import COLUMNS as LATENESS_COLUMNS
 from graders.course.report.stats import (ALPHA, CHECK_COLUMNS, DECIDED, DRAWS, ITEM_COLUMNS, MISTAKE_COLUMNS,
-                                         NEGATIVE, ItemTables, _g, top_mistakes)
+                                         NEGATIVE, ItemTables, number, top_mistakes)
 
 
 def cell(row: list, name: str, columns: list = CHECK_COLUMNS):
@@ -96,10 +96,10 @@ def figures(per_item: list) -> dict:
 def _variant_rows(t: ItemTables) -> list:
     rows = []
     for label, e in t.variants.items():
-        ci = f"[{_g(e['ci'][0])}, {_g(e['ci'][1])}]" if e["ci"] else ""
-        diff = _g(e["difference"]) if e["difference"] is not None else ""
-        diff_ci = f"[{_g(e['difference_ci'][0])}, {_g(e['difference_ci'][1])}]" if e["difference_ci"] else ""
-        rows.append([label, e["n"], _g(e["mean"]), ci, diff, diff_ci, "POSSIBLY UNFAIR" if e["flagged"] else ""])
+        ci = f"[{number(e['ci'][0])}, {number(e['ci'][1])}]" if e["ci"] else ""
+        diff = number(e["difference"]) if e["difference"] is not None else ""
+        diff_ci = f"[{number(e['difference_ci'][0])}, {number(e['difference_ci'][1])}]" if e["difference_ci"] else ""
+        rows.append([label, e["n"], number(e["mean"]), ci, diff, diff_ci, "POSSIBLY UNFAIR" if e["flagged"] else ""])
     return rows
 
 
@@ -107,12 +107,12 @@ VARIANT_COLUMNS = ["variant", "students", "mean", "95% interval", "minus the oth
 OVERVIEW_COLUMNS = ["item", "students", "max", "mean", "median", "full marks", "zero", "technical zeros"]
 
 
-def _manual_rows(item: Item) -> list:
+def manual_rows(item: Item) -> list:
     rows = []
     for entry in item.manual:
         graded = entry["scores"]
-        rows.append([entry["cell"], _g(entry["max"]), len(graded), _g(sum(graded) / len(graded)) if graded else "",
-                     " ".join(_g(s) for s in sorted(graded)) if not item.detailed else "", entry["waiting"]])
+        rows.append([entry["cell"], number(entry["max"]), len(graded), number(sum(graded) / len(graded)) if graded else "",
+                     " ".join(number(s) for s in sorted(graded)) if not item.detailed else "", entry["waiting"]])
     return rows
 
 
@@ -181,7 +181,7 @@ def render_html(data: ClassData, per_item: list, images: dict) -> str:
     for t in per_item:
         item = t.item
         parts += [f'<section id="{html.escape(item.name)}"><h2>{html.escape(item.name)}</h2>',
-                  f"<p>{item.students} students, maximum {_g(item.max_score)} points.</p>",
+                  f"<p>{item.students} students, maximum {number(item.max_score)} points.</p>",
                   img(item.name, f"{item.name}: score histogram, failed checks, variant means"),
                   "<h3>Checks</h3>", _html_table(CHECK_COLUMNS, t.checks, "checks"),
                   "<h3>Declared mistakes, by how many students made them</h3>",
@@ -190,7 +190,7 @@ def render_html(data: ClassData, per_item: list, images: dict) -> str:
                   "<h3>Item statistics: which checks separate stronger students from weaker ones</h3>",
                   _html_table(ITEM_COLUMNS, t.statistics, "items", lambda row: cell(row, "flag", ITEM_COLUMNS))]
         if item.manual:
-            parts += ["<h3>Manually graded cells</h3>", _html_table(MANUAL_COLUMNS, _manual_rows(item), "manual")]
+            parts += ["<h3>Manually graded cells</h3>", _html_table(MANUAL_COLUMNS, manual_rows(item), "manual")]
         parts += ["<h3>Technical zeros</h3>",
                   _html_table(["student", "status", "why"],
                               [[s, status, "; ".join(r)] for s, status, r in item.technical], "technical"),
@@ -229,7 +229,7 @@ def render_text(data: ClassData, per_item: list) -> str:
             out += ["", "item statistics (the class, and any flagged variant; every variant in items.csv):",
                     _text_table(ITEM_COLUMNS[1:], [r[1:] for r in shown])]
         if t.item.manual:
-            out += ["", _text_table(MANUAL_COLUMNS, _manual_rows(t.item))]
+            out += ["", _text_table(MANUAL_COLUMNS, manual_rows(t.item))]
         if t.item.technical:
             out += ["", "technical zeros:"] + [f"  {s} ({status}): {'; '.join(r)[:160]}"
                                                for s, status, r in t.item.technical]
@@ -237,7 +237,7 @@ def render_text(data: ClassData, per_item: list) -> str:
     return "\n".join(out)
 
 
-def _write_csv(path: Path, columns, rows) -> None:
+def write_csv(path: Path, columns, rows) -> None:
     with open(path, "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(columns)

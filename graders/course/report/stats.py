@@ -84,7 +84,8 @@ def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else ""
 
 
-def _g(x: float) -> str:
+def number(x: float) -> str:
+    """A score or statistic as the report prints it: at most two decimals, no trailing zeros."""
     return f"{x:.2f}".rstrip("0").rstrip(".") if x == x else ""
 
 
@@ -105,9 +106,9 @@ def tables(data: ClassData) -> list:
     for item in data.items:
         scores = np.asarray(list(item.scores.values()), dtype=float)
         n = item.students
-        overview = {"item": item.name, "students": n, "max": _g(item.max_score),
-                    "mean": _g(float(scores.mean())) if n else "",
-                    "median": _g(float(np.median(scores))) if n else "",
+        overview = {"item": item.name, "students": n, "max": number(item.max_score),
+                    "mean": number(float(scores.mean())) if n else "",
+                    "median": number(float(np.median(scores))) if n else "",
                     "full marks": int(np.sum(np.abs(scores - item.max_score) < 1e-9)) if n else 0,
                     "zero": int(np.sum(scores == 0)) if n else 0,
                     "technical zeros": len(item.technical)}
