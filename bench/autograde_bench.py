@@ -1,6 +1,6 @@
 """Benchmark: plain `nbgrader autograde` against `chapter autograde` on one synthetic class.
 
-    .venv/bin/python bench/autograde_bench.py [--students 40] [--assignment worked] [--workers N] [--no-plain]
+    .venv/bin/python bench/autograde_bench.py [--students 40] [--assignment worked] [--workers N] [--no-plain] [--roles]
 
 It builds a scratch course with up to five notebooks of one assignment (those in
 source/ with a registered problem), generates the assignment and its solutions
@@ -31,7 +31,10 @@ notebook's work beyond its cells, and the rest. Last, from the run itself (the b
 comes minutes later, and this machine's speed drifts): the machine's busy core-seconds
 during chapter autograde (/proc/stat; the bench expects a quiet machine), split into its
 sandboxes' own (their control groups, from the run's journal) and everything else, and the
-share of the run's time that the sandboxes alone would take on every core.
+share of the run's time that the sandboxes alone would take on every core. With --roles, one
+more run under perf gives the CPU time of every process of the command by its role
+(bench/roles.py): the command, its grading workers and their children, each zygote, the
+monitors, the sandboxes, and the idle cores.
 
 It is not part of the test suite: plain nbgrader takes minutes.
 """
@@ -311,6 +314,19 @@ def print_cpu_bound(notebooks: int, t_ours: float, busy: float, sandboxes: float
           f"with this work), idle cores {t_ours - packed:.1f} s")
 
 
+def print_roles_run(scratch: Path, command: list[str], ours: Path, notebooks: int) -> None:
+    """chapter autograde once more, on a fresh copy of the class, under perf: its CPU time by process."""
+    import roles
+    reason = roles.why_not()
+    if reason:
+        print(f"no CPU time by process: {reason}")
+        return
+    again = scratch / "roles"
+    shutil.copytree(scratch / "base", again)
+    command = [str(again) if part == str(ours) else part for part in command]
+    roles.print_roles(roles.record_roles(command, again), notebooks)
+
+
 def print_breakdown(stages: dict) -> None:
     if not stages:
         print("breakdown: no notebook could be timed")
@@ -333,6 +349,8 @@ def main(argv=None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the scratch courses")
     parser.add_argument("--no-plain", action="store_true",
                         help="skip plain nbgrader (minutes): no speed-up and no score comparison, the rest as usual")
+    parser.add_argument("--roles", action="store_true",
+                        help="one more run of chapter autograde under perf: its CPU time by process (bench/roles.py)")
     parser.add_argument("--sample", type=int, help="notebooks in the time breakdown (default: the whole class, "
                         "so that the first student's costs weigh as they do in the run)")
     args = parser.parse_args(argv)
@@ -387,6 +405,8 @@ def main(argv=None) -> int:
         print_ceiling(stages, notebooks, None if args.no_plain else t_plain, t_ours)
         print_gap(stages, notebooks, t_ours, output)
         print_cpu_bound(notebooks, t_ours, busy_ours, sandbox_cpu(ours, args.assignment))
+        if args.roles:
+            print_roles_run(scratch, command, ours, notebooks)
         digest = hashlib.sha256(repr(sorted(got_ours.items())).encode()).hexdigest()[:12]
         if args.no_plain:
             print(f"no comparison with plain nbgrader (--no-plain); scores digest {digest}")
