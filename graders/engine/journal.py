@@ -41,8 +41,8 @@ def fingerprint(course: Course, limits: Limits) -> str:
         "exclude_overwriting", "excluded_students", "grades_only")}
     digest.update(json.dumps(course_settings, sort_keys=True, default=str).encode())
     own_limits = {name: for_notebook(limits, seconds).notebook_seconds    # what each notebook is given
-                  for name, seconds in getattr(course, "time_limits", {}).items()}
-    digest.update(json.dumps({"instant": getattr(course, "instant", False), "time_limits": own_limits},
+                  for name, seconds in course.time_limits.items()}
+    digest.update(json.dumps({"instant": course.instant, "time_limits": own_limits},
                              sort_keys=True).encode())
     digest.update(json.dumps(asdict(limits), sort_keys=True).encode())
     digest.update(json.dumps({"grade_seconds": GRADE_SECONDS, "grade_memory": GRADE_MEMORY_BYTES}).encode())
@@ -53,7 +53,7 @@ def fingerprint(course: Course, limits: Limits) -> str:
 def _source_files(digest, course: Course) -> None:
     """The assignment's own files beside its notebooks (helper modules, data), as the sandbox gets them."""
     from graders.engine.shared import find_all_files
-    base = getattr(course, "source_dir", None)
+    base = course.source_dir
     if not base or not os.path.isdir(base):
         return
     for path in sorted(find_all_files(base, course.ignore + ["*.ipynb", "timestamp.txt"])):

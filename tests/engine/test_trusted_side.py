@@ -264,7 +264,8 @@ def test_fingerprint_covers_the_whole_library_and_versions(monkeypatch):
     """A change anywhere in graders/ (a module another problem imports), or a library's version, regrades."""
     course = SimpleNamespace(root="/nonexistent", notebooks={}, course_id="c", ignore=[], permissions=0o444,
                              begin_hidden="B", end_hidden="E", max_lines=1, max_traceback=1,
-                             exclude_overwriting=[], excluded_students=[], grades_only=False)
+                             exclude_overwriting=[], excluded_students=[], grades_only=False,
+                             time_limits={}, instant=False, source_dir=None)
     base = journal.fingerprint(course, Limits())
     monkeypatch.setattr(journal, "code_digest", lambda: "another library")
     assert journal.fingerprint(course, Limits()) != base
@@ -324,7 +325,8 @@ def test_changing_an_imported_problem_module_regrades(tmp_path, monkeypatch):
     monkeypatch.setattr(digest, "GRADER_FILES", library)
     course = SimpleNamespace(root=str(tmp_path), notebooks={}, course_id="c", ignore=[], permissions=0o444,
                              begin_hidden="B", end_hidden="E", max_lines=1, max_traceback=1,
-                             exclude_overwriting=[], excluded_students=[], grades_only=False)
+                             exclude_overwriting=[], excluded_students=[], grades_only=False,
+                             time_limits={}, instant=False, source_dir=None)
     digest.code_digest.cache_clear()
     try:
         before = journal.fingerprint(course, Limits())
