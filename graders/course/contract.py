@@ -105,15 +105,6 @@ def load_contracts(root: Path | None = None) -> dict:
     return tomllib.loads(((root or course_root()) / "contracts.toml").read_text())
 
 
-def chapter_order(root: Path | None = None) -> list[str]:
-    """Item ids (notebook names) of every chapter, in the order the chapters file lists them."""
-    try:
-        chapters = load_chapters(root)
-    except FileNotFoundError:
-        return []
-    return [nb.split("/")[-1] for chapter in chapters for nb in chapter.notebooks]
-
-
 def set_state(chapter_id: str, state: str, root: Path | None = None) -> None:
     """Rewrite the `state` line of one chapter in chapters.toml, keeping the rest as written."""
     path = (root or course_root()) / "chapters.toml"

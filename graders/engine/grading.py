@@ -454,15 +454,6 @@ GRADE_MEMORY_BYTES = 2 << 30    # on top of what the grading process already map
 GRADE_RESULT_BYTES = 4 << 20
 
 
-def score_test_cell(test, message, problem, params, variant, stopped, out: NotebookResult, cell=None):
-    """(points, feedback lines) for one hidden-test cell, graded alone, as `grade_cells` grades it
-    (with the course's full feedback; instant feedback is `finish_test_cell(..., instant=True)`)."""
-    pending = prepare_test_cell(test, message, problem, params, variant, stopped, out, cell)
-    if not isinstance(pending, Pending):
-        return pending
-    return finish_test_cell(pending, problem, params, variant, out)
-
-
 @dataclass
 class Pending:
     """A hidden-test cell whose answers are read and wait for `problem.grade`."""

@@ -25,7 +25,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from graders.sandbox import linux
 from graders.sandbox.protocol import SandboxConfig, conforms
 from graders.sandbox.tempdirs import owned_tempdir
 
@@ -147,19 +146,6 @@ def check_hidden(paths: list[str], secrets: list[Path]) -> None:
             if secret == real or secret.startswith(real.rstrip("/") + "/"):
                 raise RuntimeError(f"the sandbox would see {secret} through {path}; "
                                    "keep the course outside the Python installation")
-
-
-def namespaces_permitted() -> bool:
-    """Can this process create the namespaces a sandbox needs? (tried in a throwaway child)"""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            linux.unshare(linux.CLONE_NEWPID | linux.CLONE_NEWNS | linux.CLONE_NEWNET)
-            os._exit(0)
-        except BaseException:  # noqa: BLE001
-            os._exit(1)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
 
 
 class Zygote:

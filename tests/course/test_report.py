@@ -4,7 +4,7 @@ A synthetic class of 200 students (50 per variant) takes the `worked` assignment
 in each item some are correct, some make each of the item's declared mistakes at a
 chosen rate, some hand in blanks, one per variant crashes and one per variant
 submits nothing; in w1-memory variant C is made deliberately harder. Every
-notebook is graded by the engine's own `score_test_cell` (the sandbox is replaced
+notebook is graded by the engine's own test-cell grading (the sandbox is replaced
 by the answers it would send back) and recorded by the engine's own `record` into
 a real nbgrader gradebook, on SQLite and on PostgreSQL. The report's counts must
 equal the plan exactly, and only w1-memory's variant C may be flagged.
@@ -29,6 +29,7 @@ from graders.course import report
 from graders.engine.scratch import make_course
 from tests.warm_nbgrader import nbgrader
 from graders.variants import variant_for
+from tests.engine.test_trusted_side import score_test_cell
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSIGNMENT = "worked"
@@ -113,7 +114,7 @@ def graded_notebook(course, item: str, variant: str, profile: str) -> grading.No
         message = ({"raised": True, "ename": "ZeroDivisionError"} if profile == "crashed" else
                    {"raised": False, "answers": {k: answers[k] for k in keys if k in answers}})
         test = {"name": grade_id, "keys": keys, "points": points}
-        score, lines = grading.score_test_cell(test, message, problem, params, variant, "", out)
+        score, lines = score_test_cell(test, message, problem, params, variant, "", out)
         out.grades[grade_id] = score
         out.feedback += lines
     out.score = float(sum(out.grades.values()))
@@ -236,7 +237,7 @@ def test_a_tiny_variant_gets_no_interval_and_no_flag():
 
 # ---------------------------------------------------------------------- the evidence
 def test_grade_names_the_declared_mistake_and_the_engine_keeps_the_verdicts(scratch_course):
-    """Problem.grade sets Result.mistakes; score_test_cell fills NotebookResult.checks with no values."""
+    """Problem.grade sets Result.mistakes; the engine fills NotebookResult.checks with no values."""
     problem = problems.get("w1-memory")
     params = problem.variants["A"]
     wrong = next(m for m in problem.mistakes if m.name == "gib-not-bytes").wrong(params)
@@ -246,7 +247,7 @@ def test_grade_names_the_declared_mistake_and_the_engine_keeps_the_verdicts(scra
     out = grading.NotebookResult("w1-memory")
     test = {"name": "check_numbers", "keys": list(problem.cells["check_numbers"]), "points": 3.0}
     message = {"raised": False, "answers": {k: transport.encode(answers[k]) for k in test["keys"]}}
-    grading.score_test_cell(test, message, problem, params, "A", "", out)
+    score_test_cell(test, message, problem, params, "A", "", out)
     assert out.checks == {"check_numbers": {
         "bytes_per_param": {"status": "pass", "mistake": None},
         "total_bytes": {"status": "fail", "mistake": "gib-not-bytes"},

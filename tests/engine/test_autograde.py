@@ -27,7 +27,8 @@ from graders.engine import autograde as ag
 from graders import problems, variants
 from graders.engine.scratch import make_course
 from tests.warm_nbgrader import nbgrader
-from graders.sandbox.zygote import UID_BASE, Limits, Zygote, namespaces_permitted
+from graders.sandbox.zygote import UID_BASE, Limits, Zygote
+from tests.namespaces import namespaces_permitted
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSIGNMENT = "worked"

@@ -15,7 +15,8 @@ from nbgrader.api import Gradebook
 from graders import variants
 from graders.engine import blame
 from graders.engine.autograde import autograde
-from graders.sandbox.zygote import Limits, namespaces_permitted
+from graders.sandbox.zygote import Limits
+from tests.namespaces import namespaces_permitted
 from tests.conftest import one_notebook_course
 
 ROOT = Path(__file__).resolve().parents[2]

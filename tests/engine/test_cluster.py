@@ -30,7 +30,7 @@ from graders.engine import cluster
 from graders import variants
 from graders.engine.scratch import make_course
 from tests.warm_nbgrader import nbgrader
-from graders.sandbox.zygote import namespaces_permitted
+from tests.namespaces import namespaces_permitted
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,8 @@ from graders.engine import time_limits
 from graders.engine.autograde import autograde
 from graders.engine.course_dir import load_config
 from graders.engine.time_limits import TimePolicy, for_notebook
-from graders.sandbox.zygote import Limits, namespaces_permitted
+from graders.sandbox.zygote import Limits
+from tests.namespaces import namespaces_permitted
 from graders import variants
 from tests.conftest import one_notebook_course
 

@@ -30,6 +30,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def score_test_cell(test, message, problem, params, variant, stopped, out, cell=None):
+    """(points, feedback lines) for one hidden-test cell graded alone, as `grading.grade_cells`
+    grades it: its answers read, then `problem.grade` and the course's full feedback."""
+    pending = grading.prepare_test_cell(test, message, problem, params, variant, stopped, out, cell)
+    if not isinstance(pending, grading.Pending):
+        return pending
+    return grading.finish_test_cell(pending, problem, params, variant, out)
+
+
 @contextmanager
 def must_finish_within(seconds):
     """Fail (instead of hanging the suite) if the block has not returned after `seconds`."""
@@ -111,7 +120,7 @@ def test_grading_past_its_bound_scores_zero_with_a_reason(monkeypatch):
     test = {"name": "check", "keys": ["x"], "points": 2.0}
     message = {"raised": False, "answers": {"x": 1}}
     with must_finish_within(10):
-        score, lines = grading.score_test_cell(test, message, Stalls(), {}, "A", "", out)
+        score, lines = score_test_cell(test, message, Stalls(), {}, "A", "", out)
     assert score == 0
     assert any("took longer" in r for r in out.reasons)
     assert any("longer than" in line for line in lines)
@@ -141,7 +150,7 @@ def test_one_wrong_type_costs_only_its_own_points():
     out = grading.NotebookResult("w1-memory", max_score=4.0)
     test = {"name": "check_numbers", "keys": keys, "points": problem.points(keys)}
     message = {"raised": True, "ename": "AssertionError", "answers": answers}
-    score, lines = grading.score_test_cell(test, message, problem, params, "A", "", out)
+    score, lines = score_test_cell(test, message, problem, params, "A", "", out)
     assert score == problem.points(keys) - problem.checks[keys[0]].points
     assert any("visible checks in this cell raised AssertionError" in line for line in lines)
     assert out.checks["check_numbers"][keys[0]]["status"] == "invalid"

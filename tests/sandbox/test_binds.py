@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from graders.sandbox.zygote import namespaces_permitted, sandbox_binds
+from graders.sandbox.zygote import sandbox_binds
+from tests.namespaces import namespaces_permitted
 
 ROOT = Path(__file__).resolve().parents[2]
 

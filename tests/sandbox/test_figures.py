@@ -4,7 +4,8 @@ import json
 import pytest
 
 from graders.sandbox import zygote as zygote_module
-from graders.sandbox.zygote import Limits, Zygote, namespaces_permitted
+from graders.sandbox.zygote import Limits, Zygote
+from tests.namespaces import namespaces_permitted
 
 FIGURE = ("import matplotlib.pyplot as plt\n"
           "fig, ax = plt.subplots()\n"

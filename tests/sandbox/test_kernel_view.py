@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.sandbox.zygote import namespaces_permitted
+from tests.namespaces import namespaces_permitted
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,8 @@ import pytest
 
 from graders.sandbox import worker
 from graders.sandbox.protocol import SandboxConfig
-from graders.sandbox.zygote import Limits, SandboxUnavailable, Zygote, namespaces_permitted
+from graders.sandbox.zygote import Limits, SandboxUnavailable, Zygote
+from tests.namespaces import namespaces_permitted
 
 layers = worker.layers
 DECLARED = ["control_group", "mount_namespace", "working_folder", "uid", "rlimits", "seccomp"]

@@ -24,7 +24,8 @@ from graders.sandbox import cgroups, seccomp
 from graders import variants
 from graders.engine.scratch import make_course
 from tests.warm_nbgrader import nbgrader
-from graders.sandbox.zygote import Limits, SandboxUnavailable, Zygote, namespaces_permitted
+from graders.sandbox.zygote import Limits, SandboxUnavailable, Zygote
+from tests.namespaces import namespaces_permitted
 from tests.conftest import running
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,10 @@ import pytest
 
 from graders.sandbox import cgroups
 from graders.sandbox.linux import alive, children_of, stat_fields
-from graders.sandbox.zygote import LIGHT_SOCKET, Limits, Zygote, namespaces_permitted, socket_for, split_preload
+from graders.sandbox.zygote import LIGHT_SOCKET, Limits, Zygote, socket_for, split_preload
+from tests.namespaces import namespaces_permitted
 from tests.sandbox.test_figures import job
+
 
 LIMITS = Limits(cell_seconds=30, notebook_seconds=60)
 # which zygote ran a cell shows in whether torch was there before the cell imported it; the
