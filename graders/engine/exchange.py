@@ -233,16 +233,30 @@ def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
     return left_out
 
 
-def close_folder(path, mode: int = 0o700) -> None:
-    """The instructor's alone: no other user may list, enter or read it."""
+_warned: set = set()      # what this process has warned about (once each)
+
+
+def close_folder(path, mode: int = 0o700) -> bool:
+    """The instructor's alone: no other user may list, enter or read it. False when this account
+    cannot close it (it is another's); when other accounts can then still reach it, that is said
+    on stderr, once a process for each path, naming it and who can close it."""
+    import sys
     try:
         os.chmod(path, mode)
-    except OSError:
-        pass
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        others = others_reaching(path)
+        if others and str(path) not in _warned:
+            _warned.add(str(path))
+            print(f"WARNING: {path} is open to other accounts of this machine ({_named(others)}) and this "
+                  f"account cannot close it ({exc.strerror}); its owner or root can: chmod {mode:o} {path}",
+                  file=sys.stderr, flush=True)
+        return False
 
 
 PRIVATE = ("submitted", "autograded", "feedback", ".chapter", "reports")
-_warned: set = set()
 
 
 def close_course(root: Path, db_url: str = "") -> None:
@@ -324,32 +338,43 @@ def as_owner_of(folder: Path):
         os.setresgid(0, 0, 0)
 
 
-def other_accounts(but: int) -> list[str]:
-    """The login accounts of this machine other than `but` (uid 1000 and up, with a shell)."""
+def other_accounts(*but: int) -> list[str]:
+    """The login accounts of this machine other than those with uids `but` (uid 1000 and up,
+    with a shell)."""
     import pwd
     return sorted(p.pw_name for p in pwd.getpwall()
-                  if p.pw_uid >= 1000 and p.pw_uid not in (but, 65534)
+                  if p.pw_uid >= 1000 and p.pw_uid not in (*but, 65534)
                   and not p.pw_shell.endswith(("nologin", "false")))
+
+
+def others_reaching(path) -> list[str]:
+    """The accounts of this machine, other than its owner and this process's, that can list or
+    read `path`: none when it is closed to them, or a folder on its way is."""
+    path = Path(path).resolve()
+    try:
+        info = os.stat(path)
+        if not info.st_mode & 0o005:
+            return []
+        for parent in path.parents:
+            if not os.stat(parent).st_mode & 0o001:
+                return []
+    except OSError:
+        return []
+    return other_accounts(info.st_uid, os.geteuid())
+
+
+def _named(accounts: list[str]) -> str:
+    return ", ".join(accounts[:3]) + (f" and {len(accounts) - 3} more" if len(accounts) > 3 else "")
 
 
 def open_to_others(root: Path) -> str:
     """Why other accounts can read the course folder ("" when they cannot, or there are none)."""
     root = Path(root).resolve()
-    try:
-        info = os.stat(root)
-        if not info.st_mode & 0o005:
-            return ""
-        for parent in root.parents:
-            if not os.stat(parent).st_mode & 0o001:
-                return ""
-    except OSError:
-        return ""
-    others = other_accounts(info.st_uid)
+    others = others_reaching(root)
     if not others:
         return ""
-    named = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
-    return (f"the course folder {root} is open to the other accounts of this machine ({named}): they can "
-            f"read its solutions (source/) and anything not yet closed. Close it: chmod 700 {root}")
+    return (f"the course folder {root} is open to the other accounts of this machine ({_named(others)}): they "
+            f"can read its solutions (source/) and anything not yet closed. Close it: chmod 700 {root}")
 
 
 # ============================================================================ nbgrader's collect

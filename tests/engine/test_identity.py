@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -103,6 +104,56 @@ def test_the_course_folders_are_the_instructors_alone(forged, users):
             assert seen.returncode != 0, (target, seen.stdout)
     finally:
         os.chmod(root, 0o700)
+
+
+def as_account(uid: int, work) -> str:
+    """Run `work()` in a forked child that has become the account `uid`; what it wrote on stderr."""
+    import pwd
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            sys.stderr = os.fdopen(write, "w")     # pytest holds sys.stderr: the child writes to the pipe
+            os.setgid(pwd.getpwuid(uid).pw_gid)
+            os.setuid(uid)
+            work()
+        except BaseException:  # noqa: BLE001 - said on the pipe, for the test to show
+            import traceback
+            traceback.print_exc()
+        finally:
+            sys.stderr.flush()
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as stream:
+        said = stream.read()
+    os.waitpid(pid, 0)
+    return said
+
+
+def test_a_private_folder_the_instructor_cannot_close_is_named(users):
+    """submitted/ left open and root's (a root service's, say): the instructor's command cannot close
+    it, and says so once, naming it, rather than leaving it open to mallory in silence. Its own
+    autograded/ it closes; a closed folder, or an open one behind a closed one, is not worth a word."""
+    course = Path(tempfile.mkdtemp(prefix="chapter-closing-", dir="/tmp"))
+    try:
+        for name, owner in (("submitted", 0), ("autograded", users[ALICE]), ("feedback", 0)):
+            (course / name).mkdir()
+            os.chmod(course / name, 0o755)
+            os.chown(course / name, owner, owner)
+        os.chmod(course / "feedback", 0o700)
+        os.chown(course, users[ALICE], users[ALICE])
+        os.chmod(course, 0o755)
+        said = as_account(users[ALICE], lambda: [exchange.close_course(course) for _ in range(2)])
+        assert said.count(f"chmod 700 {course / 'submitted'}") == 1 and MALLORY in said, said
+        assert f"{course / 'autograded'} " not in said and f"{course / 'feedback'} " not in said, said
+        assert os.stat(course / "autograded").st_mode & 0o777 == 0o700
+        assert os.stat(course / "submitted").st_mode & 0o777 == 0o755
+        os.chmod(course, 0o700)      # the course itself closed: what is inside is out of others' reach
+        said = as_account(users[ALICE], lambda: exchange.close_course(course))
+        assert "submitted" not in said, said
+    finally:
+        shutil.rmtree(course)
 
 
 def test_an_open_course_is_warned_about_once(users, capsys):
