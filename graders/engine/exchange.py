@@ -47,6 +47,7 @@ from graders.engine.times import naive_utc, read_timestamp, submission_time
 
 LEDGER = Path(".chapter") / "set-aside"
 MAX_ENTRIES = 10_000                     # files and folders copied from one submission
+MAX_DEPTH = 32                           # folders within folders, the same
 
 
 # ============================================================================ identity
@@ -177,11 +178,11 @@ def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
 
     Only folders and regular files are copied, and with `owner` only files that uid owns;
     `ignore(dir, names)` is nbgrader's ignore callable. Past `max_bytes` or MAX_ENTRIES the
-    rest is left out.
+    rest is left out, and so is a folder nested more than MAX_DEPTH deep (the walk recurses).
     """
     left_out, total, count = [], 0, 0
 
-    def walk(here: str, there: str, rel: str):
+    def walk(here: str, there: str, rel: str, depth: int = 0):
         nonlocal total, count
         os.makedirs(there, exist_ok=True)
         try:
@@ -204,8 +205,10 @@ def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
                 continue
             if owner is not None and info.st_uid != owner:
                 left_out.append(f"{inner}: owned by {login_of(info.st_uid)}, not by the submitter")
+            elif stat.S_ISDIR(info.st_mode) and depth >= MAX_DEPTH:
+                left_out.append(f"{inner}: folders nested more than {MAX_DEPTH} deep")
             elif stat.S_ISDIR(info.st_mode):
-                walk(path, os.path.join(there, name), inner)
+                walk(path, os.path.join(there, name), inner, depth + 1)
             elif not stat.S_ISREG(info.st_mode):
                 left_out.append(f"{inner}: a link or a special file")
             elif max_bytes is not None and total + info.st_size > max_bytes:

@@ -23,7 +23,7 @@ import pytest
 from graders.engine import exchange
 from graders.engine.course_dir import exchange_root
 from tests.conftest import login_for, unix_users
-from tests.engine.test_serve import ASSIGNMENT, COURSE_ID, Course
+from tests.engine.test_serve import ASSIGNMENT, COURSE_ID, NB, Course
 from tests.warm_nbgrader import nbgrader
 
 pytestmark = pytest.mark.slow
@@ -191,6 +191,43 @@ def test_the_copy_follows_no_link_reads_no_fifo_and_takes_nobody_elses_file(user
     assert copied == ["w1-memory.ipynb"], copied
     left = json.dumps(done[0])
     assert "grades.db" in left and "pipe" in left and "planted.txt" in left and MALLORY in left
+
+
+def nest(folder: Path, depth: int, uid: int) -> None:
+    """`depth` folders one inside the next in `folder`, owned by `uid` (as a student's shell loop
+    makes them; no recursion, which is what such a tree defeats)."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.fchown(inner, uid, -1)
+            os.close(fd)
+            fd = inner
+        with os.fdopen(os.open("deepest.txt", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd), "w") as fh:
+            fh.write("at the bottom")
+    finally:
+        os.close(fd)
+
+
+def test_a_submission_nested_too_deep_is_collected_without_its_depths_and_stops_no_one(users, tmp_path):
+    """A student's inbound folder with 1,500 folders one inside the next: collect takes her notebook,
+    leaves the depths out with a word, and goes on to collect the next student."""
+    course = Course(tmp_path / "course")
+    inbound = exchange_root(course.root) / COURSE_ID / "inbound"
+    deep = submit_as(course, users[MALLORY], MALLORY, "correct")
+    try:
+        nest(inbound / deep, 1500, users[MALLORY])
+        submit_as(course, users[ALICE], ALICE, "correct")
+        collected = nbgrader("collect", ASSIGNMENT, cwd=course.root)
+        said = collected.stdout + collected.stderr
+        for login in (ALICE, MALLORY):
+            assert (course.root / "submitted" / login / ASSIGNMENT / f"{NB}.ipynb").is_file(), said
+        assert f"nested more than {exchange.MAX_DEPTH} deep" in said, said
+        kept = course.root / "submitted" / MALLORY / ASSIGNMENT
+        assert (kept / ("d/" * exchange.MAX_DEPTH)).is_dir() and not (kept / ("d/" * (exchange.MAX_DEPTH + 1))).exists()
+    finally:      # pytest's own clean-up recurses, and would stop at the depths
+        subprocess.run(["rm", "-rf", str(inbound / deep)], check=False)
 
 
 def test_a_root_service_leaves_the_instructors_course_the_instructors(users, tmp_path):
