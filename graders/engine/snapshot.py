@@ -56,6 +56,8 @@ def read_submission(path: Path):
 def why_broken(exc) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return "the notebook is not UTF-8 text"
+    if isinstance(exc, RecursionError):
+        return "the notebook's JSON is nested too deeply to be read (the file is damaged)"
     if isinstance(exc, (json.JSONDecodeError,)) or "JSON" in type(exc).__name__ \
             or type(exc).__name__ == "NotJSONError":
         return "the notebook is not valid JSON (the file is damaged)"

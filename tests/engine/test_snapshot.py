@@ -71,7 +71,11 @@ def test_a_notebook_over_the_size_limit_is_refused_unread(tmp_path, monkeypatch)
 
 def test_a_notebook_nested_too_deep_scores_zero_with_a_reason(tmp_path):
     (tmp_path / "deep.ipynb").write_text("[" * 100_000 + "]" * 100_000)
-    assert why(tmp_path / "deep.ipynb").startswith("the notebook ")
+    assert why(tmp_path / "deep.ipynb") == "the notebook's JSON is nested too deeply to be read (the file is damaged)"
+    inside = {"cells": [], "metadata": {"x": 0}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "deep-metadata.ipynb").write_text(
+        json.dumps(inside).replace('{"x": 0}', '{"x": ' + '{"a": ' * 30_000 + "1" + "}" * 30_000 + "}"))
+    assert "nested too deeply" in why(tmp_path / "deep-metadata.ipynb")
 
 
 def test_why_broken_passes_its_own_reasons_through_and_names_the_rest():
