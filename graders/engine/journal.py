@@ -59,7 +59,7 @@ def _source_files(digest, course: Course) -> None:
     for path in sorted(find_all_files(base, course.ignore + ["*.ipynb", "timestamp.txt"])):
         if os.path.islink(path) or not os.path.isfile(path):
             continue     # the sandbox is given neither links nor anything but regular files
-        _framed(digest, os.path.relpath(path, base).encode(), _content(Path(path)))
+        _framed(digest, os.fsencode(os.path.relpath(path, base)), _content(Path(path)))
 
 
 def _framed(digest, *parts: bytes) -> None:
@@ -73,8 +73,9 @@ def submission_key(course: Course, student: str, base: str) -> str:
     _framed(digest, base.encode(), student.encode())
     folder = course.submission_dir(student)
     for path in sorted(p for p in folder.rglob("*") if p.is_file() or p.is_symlink()):
-        kind, data = (b"link", os.readlink(path).encode()) if path.is_symlink() else (b"file", _content(path))
-        _framed(digest, str(path.relative_to(folder)).encode(), kind, data)
+        # a name is the file system's bytes (a student's need not be UTF-8)
+        kind, data = (b"link", os.fsencode(os.readlink(path))) if path.is_symlink() else (b"file", _content(path))
+        _framed(digest, os.fsencode(path.relative_to(folder)), kind, data)
     return digest.hexdigest()
 
 

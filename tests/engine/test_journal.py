@@ -152,6 +152,18 @@ def test_a_link_is_keyed_as_a_link_not_as_a_file_that_looks_like_one(course):
     assert submission_key(course, "s1", "base") != linked
 
 
+def test_names_that_are_not_utf8_are_keyed_by_their_bytes(course):
+    """A file or a link target named in bytes that are not UTF-8 (a student's shell can make both)
+    keys by those bytes, and two such names do not key alike."""
+    folder = os.fsencode(hand_in(course, "s1", {"nb.ipynb": b"{}"}))
+    with open(folder + b"/\xff.csv", "wb") as fh:
+        fh.write(b"1,2")
+    os.symlink(b"\xfe-target", folder + b"/data")
+    key = submission_key(course, "s1", "base")
+    os.rename(folder + b"/\xff.csv", folder + b"/\xfe.csv")
+    assert submission_key(course, "s1", "base") != key
+
+
 def test_an_unreadable_file_keys_without_stopping_the_run(course, monkeypatch):
     hand_in(course, "s1", {"nb.ipynb": b"{}", "locked.csv": b"1,2"})
     readable = submission_key(course, "s1", "base")
