@@ -210,14 +210,19 @@ def nest(folder: Path, depth: int, uid: int) -> None:
         os.close(fd)
 
 
-def test_a_submission_nested_too_deep_is_collected_without_its_depths_and_stops_no_one(users, tmp_path):
-    """A student's inbound folder with 1,500 folders one inside the next: collect takes her notebook,
-    leaves the depths out with a word, and goes on to collect the next student."""
+def test_a_submission_nested_too_deep_or_named_in_bytes_stops_no_one(users, tmp_path):
+    """A student's inbound folder with 1,500 folders one inside the next, and a file whose name is
+    not UTF-8: collect takes her notebook, leaves the depths out with a word, and goes on to the
+    next student; chapter autograde then grades both."""
+    from nbgrader.api import Gradebook
     course = Course(tmp_path / "course")
     inbound = exchange_root(course.root) / COURSE_ID / "inbound"
     deep = submit_as(course, users[MALLORY], MALLORY, "correct")
     try:
         nest(inbound / deep, 1500, users[MALLORY])
+        with open(os.fsencode(inbound / deep) + b"/\xff-notes.txt", "wb") as fh:
+            fh.write(b"not UTF-8, the name")
+        os.lchown(os.fsencode(inbound / deep) + b"/\xff-notes.txt", users[MALLORY], -1)
         submit_as(course, users[ALICE], ALICE, "correct")
         collected = nbgrader("collect", ASSIGNMENT, cwd=course.root)
         said = collected.stdout + collected.stderr
@@ -226,6 +231,12 @@ def test_a_submission_nested_too_deep_is_collected_without_its_depths_and_stops_
         assert f"nested more than {exchange.MAX_DEPTH} deep" in said, said
         kept = course.root / "submitted" / MALLORY / ASSIGNMENT
         assert (kept / ("d/" * exchange.MAX_DEPTH)).is_dir() and not (kept / ("d/" * (exchange.MAX_DEPTH + 1))).exists()
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+        graded = subprocess.run([sys.executable, "-m", "graders.cli", "autograde", ASSIGNMENT, "--course",
+                                 str(course.root)], env=env, capture_output=True, text=True, timeout=600)
+        assert graded.returncode == 0, graded.stdout[-2000:] + graded.stderr[-2000:]
+        with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
+            assert {s: gb.find_submission(ASSIGNMENT, s).score for s in (ALICE, MALLORY)} == {ALICE: 4.0, MALLORY: 4.0}
     finally:      # pytest's own clean-up recurses, and would stop at the depths
         subprocess.run(["rm", "-rf", str(inbound / deep)], check=False)
 
