@@ -103,7 +103,8 @@ class AttemptJournal:
         return self.dir / f"{hashlib.sha256(student.encode()).hexdigest()[:16]}.json"
 
     def result_path(self, student: str, folder: str) -> Path:
-        return self.dir / "results" / f"{hashlib.sha256((student + '/' + folder).encode()).hexdigest()[:24]}.json"
+        # the folder's name is a student's choice, in whatever bytes the file system holds
+        return self.dir / "results" / f"{hashlib.sha256(os.fsencode(student + '/' + folder)).hexdigest()[:24]}.json"
 
     def load(self, student: str) -> list[Attempt]:
         try:
@@ -336,12 +337,19 @@ class Service:
 
     @contextlib.contextmanager
     def _changes(self):
-        """An iterator that returns when inbound changes, or after at most a second."""
+        """An iterator that returns when inbound changes, or after at most a second.
+
+        Inbound is every student's to write: a name the watcher cannot report (bytes that are not
+        UTF-8, which watchfiles refuses with an error) must not stop the service, so the watcher's
+        failure turns it to polling inbound, and says so once."""
+        def polling(seconds):
+            while True:
+                time.sleep(seconds)
+                yield
+
         def ticks():
             if self.poll or not self.inbound.is_dir():
-                while True:
-                    time.sleep(0.25 if self.poll else 1.0)
-                    yield
+                yield from polling(0.25 if self.poll else 1.0)
             import threading
 
             import watchfiles
@@ -350,8 +358,12 @@ class Service:
                 for _ in watchfiles.watch(self.inbound, stop_event=stop, rust_timeout=1000,
                                           yield_on_timeout=True, debounce=50, step=20, recursive=True):
                     yield
+            except Exception as exc:  # noqa: BLE001 - any failure of the watcher: poll instead
+                self.say(f"watching {self.inbound} stopped ({type(exc).__name__}: {str(exc)[:200]!r}); "
+                         "polling it every 0.25 s instead")
             finally:
                 stop.set()
+            yield from polling(0.25)
         gen = ticks()
         try:
             yield gen

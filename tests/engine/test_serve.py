@@ -225,6 +225,24 @@ def test_a_forged_student_is_refused_and_the_students_own_grade_stands(served):
     assert "was not graded" in page and "another login" in page and "✗" not in page and "3 of 3" not in page
 
 
+def test_a_folder_named_in_bytes_stops_neither_the_service_nor_anyone_else(served):
+    """A submission folder whose name ends in bytes that are not UTF-8 (any login can make one in
+    inbound): the file watcher cannot report it, the service says so and polls instead, grades it,
+    and the next student's feedback still comes."""
+    import shutil
+    served.submit("wes", "correct")
+    served.feedback("wes", after=0)
+    inbound = exchange_root(served.root) / COURSE_ID / "inbound"
+    (own,) = [f for f in os.listdir(inbound) if f.startswith("wes+")]
+    shutil.copytree(inbound / own, os.fsdecode(os.fsencode(inbound / own) + b"\xff\n"))
+    served.wait_for(lambda: len(served.attempts("wes")) == 2, what="the folder named in bytes")
+    served.submit("xena", "correct")
+    assert "3 of 3" in visible_text(served.feedback("xena", after=0))
+    assert served.service.poll() is None and "polling it every 0.25 s instead" in served.log()
+    served.wait_for(lambda: [a.state for a in served.attempts("wes")] == ["graded", "graded"],
+                    what="its grading")
+
+
 def test_a_burst_from_one_student_does_not_delay_another(tmp_path):
     """Twenty resubmissions from one student, then one from another: the other is served early."""
     course = Course(tmp_path / "burst")
