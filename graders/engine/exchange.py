@@ -42,7 +42,7 @@ from pathlib import Path
 from nbgrader.exchange.default.collect import ExchangeCollect
 from traitlets import Bool
 
-from graders.engine.shared import atomic_write
+from graders.engine.shared import atomic_write, shown_name
 from graders.engine.times import naive_utc, read_timestamp, submission_time
 
 LEDGER = Path(".chapter") / "set-aside"
@@ -194,7 +194,7 @@ def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
         for name in names:
             if name in skipped:
                 continue
-            path, inner = os.path.join(here, name), os.path.join(rel, name)
+            path, inner = os.path.join(here, name), shown_name(os.path.join(rel, name))
             count += 1
             if count > MAX_ENTRIES:
                 left_out.append(f"{inner}: more than {MAX_ENTRIES} files")

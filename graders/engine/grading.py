@@ -15,7 +15,7 @@ from graders.bounded import BoundedChild, Timeout, run_bounded
 from graders.engine import feedback as say
 from graders.engine.blame import first_sandbox_fault
 from graders.engine.course_dir import Course, fit_files
-from graders.engine.shared import silent_log
+from graders.engine.shared import shown_name, silent_log
 from graders.engine.sanitize import nbgrader_meta, unique, sanitize, strip_hidden
 from graders.engine.snapshot import why_broken, read_submission
 from graders.engine.time_limits import for_notebook
@@ -133,7 +133,7 @@ def grade_notebook(course, instructor, student, path, socket_path, limits, share
             out.grades = {c.name: 0.0 for c in instructor.grade_cells}
             out.reasons.append(why)
             return out
-        out.notes.append(say.graded_instead(str(found.relative_to(path.parent)), instructor.name))
+        out.notes.append(say.graded_instead(shown_name(found.relative_to(path.parent)), instructor.name))
         path = found
     try:
         nb = read_submission(path)
@@ -195,7 +195,7 @@ def handed_in_instead(course: Course, folder: Path, name: str) -> tuple[Path | N
     handed = matches + others
     if not handed:
         return None, say.NOT_SUBMITTED
-    shown = ", ".join(f"`{p.relative_to(folder)}`" + (f" (a notebook of assignment {a})" if a else "")
+    shown = ", ".join(f"`{shown_name(p.relative_to(folder))}`" + (f" (a notebook of assignment {a})" if a else "")
                       for p in handed[:5] for a in [_other_assignment(course, p.stem)])
     return None, say.submitted_under_other_names(name, shown, len(matches) > 1)
 

@@ -8,11 +8,14 @@ leaves it, graded by `chapter autograde` in-process:
 - `w1-memory (1).ipynb` (a browser's download) and `worked/w1-memory.ipynb` (one folder down):
   graded, with a note; two candidates: not graded, both named;
 - another item's notebook handed in as w1-memory.ipynb: named as that item's;
+- file names in bytes that are not UTF-8 (a shell makes them): a data file beside the notebook is
+  kept, a notebook under such a name is named, printably, and the summary prints anywhere;
 - a failure while recording one student: that student is NOT GRADED, the rest are recorded, and
   the next run records them.
 """
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -65,6 +68,8 @@ CLASS = {
     "twice": {f"{NB} (1).ipynb": "correct", f"{NB}-Copy1.ipynb": "correct"},
     "foreign": {f"{NB}.ipynb": FOREIGN},
     "unlucky": {f"{NB}.ipynb": "correct", "timestamp.txt": GOOD_TIME},
+    "bytes": {os.fsdecode(b"\xff-" + NB.encode() + b".ipynb"): "correct"},
+    "data-in-bytes": {f"{NB}.ipynb": "correct", os.fsdecode(b"notes-\xfe.txt"): "kept"},
 }
 
 
@@ -155,6 +160,18 @@ def test_another_items_notebook_is_named_as_such(graded):
     why = " ".join(got.reasons)
     assert "e01-batching" in why and "assignment exercises" in why, why
     assert any("foreign" in line and "e01-batching" in line for line in graded["first"].summary().splitlines())
+
+
+def test_names_in_bytes_that_are_not_utf8_are_shown_and_stop_no_one(graded):
+    first, course = graded["first"], graded["course"]
+    got = notebook(first, "bytes")
+    assert got.score == 0 and f"`\\xff-{NB}.ipynb`" in " ".join(got.reasons), got.reasons
+    assert notebook(first, "data-in-bytes").score == FULL
+    kept = os.fsencode(course / "autograded" / "data-in-bytes" / ASSIGNMENT) + b"/notes-\xfe.txt"
+    assert open(kept).read() == "kept"
+    summary = first.summary()
+    summary.encode("utf-8")          # strictly UTF-8: it prints on any terminal
+    assert f"\\xff-{NB}.ipynb" in summary, summary
 
 
 def test_the_courses_working_state_is_the_instructors_alone(graded):
