@@ -6,6 +6,7 @@ from pathlib import Path
 
 import nbformat
 
+from graders import unicode
 from graders.engine.course_dir import InstructorNotebook, MAX_NOTEBOOK_BYTES
 
 
@@ -46,7 +47,9 @@ def read_submission(path: Path):
         raise ValueError(f"the notebook is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
     text = path.read_bytes().decode("utf-8")
     try:
-        return nbformat.reads(text, as_version=4)
+        nb = nbformat.reads(text, as_version=4)
+        # JSON can spell a lone surrogate, which nothing can write as UTF-8 later: it reads as U+FFFD
+        return unicode.mend(nb) if unicode.may_hold(text) else nb
     except (AttributeError, TypeError, KeyError, AssertionError, nbformat.NBFormatError, nbformat.ValidationError):
         # JSON, but an array, a string, an unknown nbformat version, no cells (nbformat's validator
         # asserts on a minor version that is not a number)...

@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from graders import unicode
 from graders.sandbox.protocol import SandboxConfig, conforms
 from graders.sandbox.tempdirs import owned_tempdir
 
@@ -423,6 +424,8 @@ def _take(run: Run, line: bytes) -> bool:
         return False
     if not isinstance(message, dict):
         return False
+    if unicode.may_hold(body):     # a cell that printed a lone surrogate: nothing could write it later
+        message = unicode.mend(message)
     kind = message.get("type")
     if tag == b"M":   # the monitor: trusted, once it keeps to the format graders/sandbox/protocol.py writes down
         reason = conforms(message)

@@ -8,6 +8,7 @@ leaves it, graded by `chapter autograde` in-process:
 - `w1-memory (1).ipynb` (a browser's download) and `worked/w1-memory.ipynb` (one folder down):
   graded, with a note; two candidates: not graded, both named;
 - another item's notebook handed in as w1-memory.ipynb: named as that item's;
+- lone surrogates in the notebook's JSON and in what a cell prints: graded, written as U+FFFD;
 - file names in bytes that are not UTF-8 (a shell makes them): a data file beside the notebook is
   kept, a notebook under such a name is named, printably, and the summary prints anywhere;
 - a failure while recording one student: that student is NOT GRADED, the rest are recorded, and
@@ -15,6 +16,7 @@ leaves it, graded by `chapter autograde` in-process:
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -42,8 +44,21 @@ def correct(into: Path) -> Path:
     return into
 
 
+def lone_surrogates(path: Path) -> None:
+    """The correct notebook, with a lone surrogate (JSON can spell one) in a markdown cell and in
+    the metadata, and a solution cell that prints one."""
+    nb = json.loads(path.read_text())
+    markdown = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
+    markdown["source"] = "half a pair: \ud800\n" + "".join(markdown["source"])
+    nb["metadata"]["note"] = "\udfff"
+    solution = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    solution["source"] = "".join(solution["source"]) + "\nprint('\\ud800 printed')\n"
+    path.write_text(json.dumps(nb))       # ensure_ascii: the surrogates are spelled \udXXX
+
+
 def hand_in(course: Path, student: str, files: dict) -> Path:
-    """submitted/<student>/worked/ holding `files` (name -> "correct", a path to copy, or text)."""
+    """submitted/<student>/worked/ holding `files` (name -> "correct", a function that changes the
+    correct notebook, a path to copy, or text)."""
     folder = course / "submitted" / student / ASSIGNMENT
     folder.mkdir(parents=True)
     for name, what in files.items():
@@ -51,6 +66,8 @@ def hand_in(course: Path, student: str, files: dict) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         if what == "correct":
             correct(target)
+        elif callable(what):
+            what(correct(target))
         elif isinstance(what, Path):
             shutil.copy(what, target)
         else:
@@ -70,6 +87,7 @@ CLASS = {
     "unlucky": {f"{NB}.ipynb": "correct", "timestamp.txt": GOOD_TIME},
     "bytes": {os.fsdecode(b"\xff-" + NB.encode() + b".ipynb"): "correct"},
     "data-in-bytes": {f"{NB}.ipynb": "correct", os.fsdecode(b"notes-\xfe.txt"): "kept"},
+    "surrogates": {f"{NB}.ipynb": lone_surrogates},
 }
 
 
@@ -172,6 +190,15 @@ def test_names_in_bytes_that_are_not_utf8_are_shown_and_stop_no_one(graded):
     summary = first.summary()
     summary.encode("utf-8")          # strictly UTF-8: it prints on any terminal
     assert f"\\xff-{NB}.ipynb" in summary, summary
+
+
+def test_lone_surrogates_in_a_notebook_or_its_output_are_graded_and_written(graded):
+    """Text no UTF-8 file can hold (JSON spells it; nothing saves it): the notebook is graded in
+    full, not left NOT GRADED on every run, and its autograded copy reads back as UTF-8."""
+    assert notebook(graded["first"], "surrogates").score == FULL, graded["first"].failed
+    written = (graded["course"] / "autograded" / "surrogates" / ASSIGNMENT / f"{NB}.ipynb").read_bytes()
+    text = written.decode("utf-8")
+    assert "half a pair: \ufffd" in text and "\ufffd printed" in text, text[:300]
 
 
 def test_the_courses_working_state_is_the_instructors_alone(graded):

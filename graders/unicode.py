@@ -1,0 +1,53 @@
+"""Text from a student's side made fit to write as UTF-8.
+
+JSON may spell a lone surrogate (`"\\ud800"`): a code point that is not a character, which
+Python's `json` reads as it is and which no UTF-8 output accepts. A notebook file can hold one,
+and so can what a sandbox sends back (a cell that prints one). Left in, it stops whatever writes
+the text later: the autograded notebook, the feedback, the report. `mend` replaces each with
+U+FFFD (the replacement character, as a UTF-8 decoder does with bytes it cannot read), and
+`may_hold` is the cheap test on the raw JSON that says whether to look at all.
+"""
+from __future__ import annotations
+
+import re
+
+LONE = re.compile("[\ud800-\udfff]")
+ESCAPED = re.compile(r"\\u[dD][89a-fA-F]")       # where JSON text spells one (or half of a pair)
+
+
+def may_hold(raw: str | bytes) -> bool:
+    """Could the JSON text `raw` decode to a string with a lone surrogate?"""
+    if isinstance(raw, bytes):
+        raw = raw.decode("latin-1")
+    return ESCAPED.search(raw) is not None
+
+
+def _mended(text: str) -> str:
+    return LONE.sub("\ufffd", text)
+
+
+def mend(value):
+    """`value` (data decoded from JSON) with every lone surrogate in its strings and keys replaced
+    by U+FFFD; dicts and lists are mended in place (without recursion: the nesting is the
+    sender's), and the value is returned."""
+    if isinstance(value, str):
+        return _mended(value)
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key in list(item):
+                inner = item[key]
+                if isinstance(inner, str):
+                    item[key] = _mended(inner)
+                elif isinstance(inner, (dict, list)):
+                    stack.append(inner)
+                if isinstance(key, str) and LONE.search(key):
+                    item[_mended(key)] = item.pop(key)
+        elif isinstance(item, list):
+            for i, inner in enumerate(item):
+                if isinstance(inner, str):
+                    item[i] = _mended(inner)
+                elif isinstance(inner, (dict, list)):
+                    stack.append(inner)
+    return value
