@@ -31,6 +31,10 @@ from graders.course import commands, contract  # noqa: E402
 
 
 def main(argv=None) -> int:
+    # a name in bytes that are not UTF-8 (a student's file or folder) prints escaped, never stops a command
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     # nbgrader runs `alembic` by name when it creates a gradebook: find the one beside this Python
     bin_dir = os.path.dirname(sys.executable)
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):

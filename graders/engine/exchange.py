@@ -72,7 +72,7 @@ def refusal(folder: Path, claimed: str) -> str:
     login = login_of(info.st_uid)
     if login == claimed:
         return ""
-    return f"it claims to be {claimed}'s submission, but the login {login} submitted it"
+    return f"it claims to be {shown_name(claimed)}'s submission, but the login {login} submitted it"
 
 
 class EnrolmentUnknown(RuntimeError):
@@ -167,7 +167,8 @@ def read_set_aside(root: Path, assignment: str) -> list[SetAside]:
 
 def set_aside_lines(root: Path, assignment: str) -> list[str]:
     """The ledger as the summaries print it: one line a refused submission."""
-    return [f"SET ASIDE {e.folder}: {e.why}; not collected, graded or served as {e.claimed}"
+    return [f"SET ASIDE {shown_name(e.folder)}: {shown_name(e.why)}; not collected, graded or served as "
+            f"{shown_name(e.claimed)}"
             for e in sorted(read_set_aside(root, assignment), key=lambda e: e.seen)]
 
 

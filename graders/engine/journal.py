@@ -70,7 +70,7 @@ def _framed(digest, *parts: bytes) -> None:
 
 def submission_key(course: Course, student: str, base: str) -> str:
     digest = hashlib.sha256()
-    _framed(digest, base.encode(), student.encode())
+    _framed(digest, base.encode(), os.fsencode(student))
     folder = course.submission_dir(student)
     for path in sorted(p for p in folder.rglob("*") if p.is_file() or p.is_symlink()):
         # a name is the file system's bytes (a student's need not be UTF-8)
@@ -96,7 +96,7 @@ class Journal:
         self.dir = Path(course.root) / JOURNAL / course.assignment
 
     def path(self, student):
-        return self.dir / f"{hashlib.sha256(student.encode()).hexdigest()[:16]}.json"
+        return self.dir / f"{hashlib.sha256(os.fsencode(student)).hexdigest()[:16]}.json"
 
     def get(self, student, key):
         """The kept entry for `student` under `key`; None for anything else (another key, or a

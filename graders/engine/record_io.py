@@ -78,7 +78,7 @@ def writer_lock(gb, course_id: str, student: str):
         yield
         return
     from sqlalchemy import text
-    key = int.from_bytes(hashlib.sha256(f"{course_id}\0{student}".encode()).digest()[:8], "big", signed=True)
+    key = int.from_bytes(hashlib.sha256(os.fsencode(f"{course_id}\0{student}")).digest()[:8], "big", signed=True)
     with engine.connect() as conn:
         conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": key})
         conn.commit()

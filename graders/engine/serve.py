@@ -100,7 +100,7 @@ class AttemptJournal:
         self.assignment = assignment
 
     def _path(self, student: str) -> Path:
-        return self.dir / f"{hashlib.sha256(student.encode()).hexdigest()[:16]}.json"
+        return self.dir / f"{hashlib.sha256(os.fsencode(student)).hexdigest()[:16]}.json"
 
     def result_path(self, student: str, folder: str) -> Path:
         # the folder's name is a student's choice, in whatever bytes the file system holds
@@ -430,8 +430,8 @@ class Service:
             return True
         if forged or outsider:
             if exchange.set_aside(self.root, job.assignment, job.folder, job.student, forged or outsider):
-                self.say(f"SET ASIDE {job.folder}: {forged or outsider}; not collected, graded or served "
-                         f"as {job.student}")
+                self.say(f"SET ASIDE {shared.shown_name(job.folder)}: {forged or outsider}; not collected, graded or "
+                         f"served as {shared.shown_name(job.student)}")
             why = feedback.forged(job.student) if forged else feedback.not_enrolled(self.coursedir.course_id)
         elif self.policy.attempts is not None and len(graded) >= self.policy.attempts:
             why = feedback.attempts_used(self.policy.attempts, job.assignment)

@@ -241,6 +241,33 @@ def test_a_submission_nested_too_deep_or_named_in_bytes_stops_no_one(users, tmp_
         subprocess.run(["rm", "-rf", str(inbound / deep)], check=False)
 
 
+def test_a_folder_claiming_a_name_in_bytes_is_set_aside_and_stops_no_command(users, tmp_path):
+    """mallory files a submission under a student name in bytes that are not UTF-8: collect sets
+    it aside, and collect, autograde and report (on a strictly UTF-8 terminal) all finish, alice
+    graded and the refused folder named."""
+    import shutil
+    from nbgrader.api import Gradebook
+    course = Course(tmp_path / "course")
+    inbound = exchange_root(course.root) / COURSE_ID / "inbound"
+    own = submit_as(course, users[ALICE], ALICE, "correct")
+    claimed = os.fsencode(inbound) + b"/\xff" + os.fsencode(own)[len(ALICE):]
+    shutil.copytree(inbound / own, os.fsdecode(claimed))
+    chown_tree(Path(os.fsdecode(claimed)), users[MALLORY])
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PYTHONIOENCODING": "utf-8:strict"}
+    runs = [nbgrader("collect", ASSIGNMENT, cwd=course.root)]
+    for command in (["autograde", ASSIGNMENT], ["report", ASSIGNMENT]):
+        runs.append(subprocess.run([sys.executable, "-m", "graders.cli", *command, "--course", str(course.root)],
+                                   env=env, capture_output=True, text=True, errors="backslashreplace", timeout=600))
+        assert runs[-1].returncode == 0, runs[-1].stdout[-2000:] + runs[-1].stderr[-2000:]
+    (entry,) = exchange.read_set_aside(course.root, ASSIGNMENT)
+    assert os.fsencode(entry.folder) == os.path.basename(claimed) and MALLORY in entry.why
+    assert "SET ASIDE \\xff" in runs[1].stdout, runs[1].stdout
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
+        assert [(s.id, gb.find_submission(ASSIGNMENT, s.id).score) for s in gb.students] == [(ALICE, 4.0)]
+    page = (course.root / "reports" / ASSIGNMENT / "report.html").read_bytes().decode("utf-8")
+    assert "\\xff" in page
+
+
 def test_a_root_service_leaves_the_instructors_course_the_instructors(users, tmp_path):
     """`chapter serve` runs as root on a hub (its sandbox needs it); what it writes in the
     instructor's course is given back to the course's owner, links left alone."""

@@ -230,12 +230,21 @@ def test_a_folder_named_in_bytes_stops_neither_the_service_nor_anyone_else(serve
     inbound): the file watcher cannot report it, the service says so and polls instead, grades it,
     and the next student's feedback still comes."""
     import shutil
+    from tests.conftest import login_for, unix_users
+    from tests.engine.test_identity import chown_tree
     served.submit("wes", "correct")
     served.feedback("wes", after=0)
     inbound = exchange_root(served.root) / COURSE_ID / "inbound"
     (own,) = [f for f in os.listdir(inbound) if f.startswith("wes+")]
     shutil.copytree(inbound / own, os.fsdecode(os.fsencode(inbound / own) + b"\xff\n"))
     served.wait_for(lambda: len(served.attempts("wes")) == 2, what="the folder named in bytes")
+    # and mallory's folder claiming a student named in such bytes: set aside, nobody stopped
+    mallory = login_for("mallory")
+    claimed = os.fsdecode(b"\xfe" + os.fsencode(own)[len("wes"):])
+    with unix_users(mallory) as uids:
+        shutil.copytree(inbound / own, inbound / claimed)
+        chown_tree(inbound / claimed, uids[mallory])
+        served.wait_for(lambda: "SET ASIDE \\xfe" in served.log(), what="the claim in bytes set aside")
     served.submit("xena", "correct")
     assert "3 of 3" in visible_text(served.feedback("xena", after=0))
     assert served.service.poll() is None and "polling it every 0.25 s instead" in served.log()

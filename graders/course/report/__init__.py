@@ -58,6 +58,7 @@ from graders.course.report.stats import (ALPHA, CHECK_COLUMNS, DRAWS, ITEM_COLUM
                                          ItemTables, item_statistics, point_biserial, tables, top_mistakes,
                                          variant_fairness)
 from graders.engine.exchange import close_folder, read_set_aside
+from graders.engine.shared import shown_name
 
 __all__ = ["ALPHA", "CHECK_COLUMNS", "DRAWS", "ITEM_COLUMNS", "NEGATIVE", "item_statistics", "point_biserial", "MANUAL_COLUMNS", "MIN_CLASS", "MIN_VARIANT", "MISTAKE_COLUMNS",
            "OVERVIEW_COLUMNS", "RULES", "VARIANT_COLUMNS", "ClassData", "Item", "ItemTables", "Written",
@@ -82,7 +83,8 @@ def build_report(root, assignment: str, out: Path | None = None) -> Written:
     seconds = {}
     started = time.perf_counter()
     data = collect(root, assignment)
-    data.set_aside = [(e.folder, e.claimed, e.why) for e in read_set_aside(root, assignment)]
+    data.set_aside = [(shown_name(e.folder), shown_name(e.claimed), shown_name(e.why))
+                      for e in read_set_aside(root, assignment)]
     data.lateness = lateness.read(root, assignment)
     seconds["reading the database"] = time.perf_counter() - started
     mark = time.perf_counter()
@@ -97,7 +99,8 @@ def build_report(root, assignment: str, out: Path | None = None) -> Written:
     if not out:      # who made which mistake: the instructor's alone
         close_folder(folder.parent)
     page = folder / "report.html"
-    page.write_text(render_html(data, per_item, images), encoding="utf-8")
+    # a folder's name in bytes that are not UTF-8 (a set-aside submission's) is written escaped
+    page.write_text(render_html(data, per_item, images), encoding="utf-8", errors="backslashreplace")
     write_csv(folder / "checks.csv", CHECK_COLUMNS, [r for t in per_item for r in t.checks])
     write_csv(folder / "mistakes.csv", MISTAKE_COLUMNS, [r for t in per_item for r in t.mistakes])
     write_csv(folder / "items.csv", ITEM_COLUMNS, [r for t in per_item for r in t.statistics])

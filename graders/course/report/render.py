@@ -238,7 +238,7 @@ def render_text(data: ClassData, per_item: list) -> str:
 
 
 def write_csv(path: Path, columns, rows) -> None:
-    with open(path, "w", newline="") as fh:
+    with open(path, "w", newline="", encoding="utf-8", errors="backslashreplace") as fh:
         writer = csv.writer(fh)
         writer.writerow(columns)
         writer.writerows(rows)
