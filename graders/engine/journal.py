@@ -89,6 +89,12 @@ def _content(path: Path) -> bytes:
         return f"unreadable: {exc.errno}".encode()
 
 
+def student_file(folder: Path, student: str) -> Path:
+    """`student`'s JSON file in `folder`, named by a digest of the name's bytes: a short, safe file
+    name for any student name, one in bytes that are not UTF-8 included."""
+    return folder / f"{hashlib.sha256(os.fsencode(student)).hexdigest()[:16]}.json"
+
+
 class Journal:
     """One file per student: {"key", "state": "graded" | "recorded", "result"}; written atomically."""
 
@@ -96,7 +102,7 @@ class Journal:
         self.dir = Path(course.root) / JOURNAL / course.assignment
 
     def path(self, student):
-        return self.dir / f"{hashlib.sha256(os.fsencode(student)).hexdigest()[:16]}.json"
+        return student_file(self.dir, student)
 
     def get(self, student, key):
         """The kept entry for `student` under `key`; None for anything else (another key, or a

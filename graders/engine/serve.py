@@ -41,7 +41,7 @@ from graders.engine import exchange
 from graders.engine import feedback
 from graders.engine.times import read_small
 from graders.engine import grading
-from graders.engine.journal import Journal, fingerprint, submission_key
+from graders.engine.journal import Journal, fingerprint, student_file, submission_key
 from graders.engine import record_io
 from graders.engine import shared
 from graders.engine import signals
@@ -100,7 +100,7 @@ class AttemptJournal:
         self.assignment = assignment
 
     def _path(self, student: str) -> Path:
-        return self.dir / f"{hashlib.sha256(os.fsencode(student)).hexdigest()[:16]}.json"
+        return student_file(self.dir, student)
 
     def result_path(self, student: str, folder: str) -> Path:
         # the folder's name is a student's choice, in whatever bytes the file system holds
