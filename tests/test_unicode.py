@@ -29,5 +29,6 @@ def test_a_nest_deeper_than_the_recursion_limit_is_mended():
 
 
 def test_the_raw_test_finds_any_escaped_surrogate_and_passes_plain_text():
-    assert unicode.may_hold(b'{"a": "\\ud800"}') and unicode.may_hold('{"a": "\\uDFFF"}')
+    for spelled in ('{"a": "\\ud800"}', '{"a": "\\uDFFF"}', '{"a": "\\udc80"}'):
+        assert unicode.may_hold(spelled) and unicode.may_hold(spelled.encode()), spelled
     assert not unicode.may_hold('{"a": "\\u00e9 plain"}') and not unicode.may_hold(b"{}")
