@@ -1,4 +1,4 @@
-"""Text from a student's side made fit to write as UTF-8.
+"""Text from a student's side made fit to write as UTF-8: lone surrogates, and names in bytes.
 
 JSON may spell a lone surrogate (`"\\ud800"`): a code point that is not a character, which
 Python's `json` reads as it is and which no UTF-8 output accepts. A notebook file can hold one,
@@ -6,9 +6,14 @@ and so can what a sandbox sends back (a cell that prints one). Left in, it stops
 the text later: the autograded notebook, the feedback, the report. `mend` replaces each with
 U+FFFD (the replacement character, as a UTF-8 decoder does with bytes it cannot read), and
 `may_hold` is the cheap test on the raw JSON that says whether to look at all.
+
+A file's name is the file system's bytes, which need not be UTF-8 (a student's shell makes such a
+name); Python holds those bytes as lone surrogates too. Such a name is kept as it is wherever it
+addresses a file, and `shown_name` is how it is printed, written or stored as text.
 """
 from __future__ import annotations
 
+import os
 import re
 
 LONE = re.compile("[\ud800-\udfff]")
@@ -51,3 +56,10 @@ def mend(value):
                 elif isinstance(inner, (dict, list)):
                     stack.append(inner)
     return value
+
+
+def shown_name(name) -> str:
+    """A file's name (or a path) as text to print, write or store: a student may name a file in
+    bytes that are not UTF-8, which Python holds as lone surrogates that no UTF-8 output takes;
+    those bytes are shown as \\xNN instead."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")

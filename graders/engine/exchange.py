@@ -42,7 +42,8 @@ from pathlib import Path
 from nbgrader.exchange.default.collect import ExchangeCollect
 from traitlets import Bool
 
-from graders.engine.shared import atomic_write, shown_name
+from graders.engine.shared import atomic_write
+from graders.unicode import shown_name
 from graders.engine.times import naive_utc, read_timestamp, submission_time
 
 LEDGER = Path(".chapter") / "set-aside"

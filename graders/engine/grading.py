@@ -15,7 +15,8 @@ from graders.bounded import BoundedChild, Timeout, run_bounded
 from graders.engine import feedback as say
 from graders.engine.blame import first_sandbox_fault
 from graders.engine.course_dir import Course, fit_files
-from graders.engine.shared import shown_name, silent_log
+from graders.engine.shared import silent_log
+from graders.unicode import shown_name
 from graders.engine.sanitize import nbgrader_meta, unique, sanitize, strip_hidden
 from graders.engine.snapshot import why_broken, read_submission
 from graders.engine.time_limits import for_notebook

@@ -47,6 +47,7 @@ from graders.engine import shared
 from graders.engine import signals
 from graders.engine import summary
 from graders.engine import task
+from graders.unicode import shown_name
 from graders.engine.run import GradingRun, late_penalties
 from graders.engine import autograde as ag
 
@@ -430,8 +431,8 @@ class Service:
             return True
         if forged or outsider:
             if exchange.set_aside(self.root, job.assignment, job.folder, job.student, forged or outsider):
-                self.say(f"SET ASIDE {shared.shown_name(job.folder)}: {forged or outsider}; not collected, graded or "
-                         f"served as {shared.shown_name(job.student)}")
+                self.say(f"SET ASIDE {shown_name(job.folder)}: {forged or outsider}; not collected, graded or "
+                         f"served as {shown_name(job.student)}")
             why = feedback.forged(job.student) if forged else feedback.not_enrolled(self.coursedir.course_id)
         elif self.policy.attempts is not None and len(graded) >= self.policy.attempts:
             why = feedback.attempts_used(self.policy.attempts, job.assignment)

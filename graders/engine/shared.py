@@ -1,5 +1,5 @@
 """Small things several engine modules need: a silent log for nbgrader's apps, a file written
-whole or not at all, nbgrader's walk of a folder's files, and a file's name fit to print."""
+whole or not at all, and nbgrader's walk of a folder's files."""
 from __future__ import annotations
 
 import glob
@@ -11,13 +11,6 @@ from pathlib import Path
 silent_log = logging.getLogger("chapter.autograde.nbgrader")
 silent_log.addHandler(logging.NullHandler())
 silent_log.propagate = False
-
-
-def shown_name(name) -> str:
-    """A file's name (or a path) as text to print, write or store: a student may name a file in
-    bytes that are not UTF-8, which Python holds as lone surrogates that no UTF-8 output takes;
-    those bytes are shown as \\xNN instead."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:

@@ -58,7 +58,7 @@ from graders.course.report.stats import (ALPHA, CHECK_COLUMNS, DRAWS, ITEM_COLUM
                                          ItemTables, item_statistics, point_biserial, tables, top_mistakes,
                                          variant_fairness)
 from graders.engine.exchange import close_folder, read_set_aside
-from graders.engine.shared import shown_name
+from graders.unicode import shown_name
 
 __all__ = ["ALPHA", "CHECK_COLUMNS", "DRAWS", "ITEM_COLUMNS", "NEGATIVE", "item_statistics", "point_biserial", "MANUAL_COLUMNS", "MIN_CLASS", "MIN_VARIANT", "MISTAKE_COLUMNS",
            "OVERVIEW_COLUMNS", "RULES", "VARIANT_COLUMNS", "ClassData", "Item", "ItemTables", "Written",
