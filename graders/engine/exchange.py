@@ -34,6 +34,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -245,7 +246,6 @@ def close_folder(path, mode: int = 0o700) -> bool:
     """The instructor's alone: no other user may list, enter or read it. False when this account
     cannot close it (it is another's); when other accounts can then still reach it, that is said
     on stderr, once a process for each path, naming it and who can close it."""
-    import sys
     try:
         os.chmod(path, mode)
         return True
@@ -268,7 +268,6 @@ def close_course(root: Path, db_url: str = "") -> None:
     """Make the course's working state the instructor's alone, and warn (on stderr, once a
     process) when other accounts on this machine can still reach the course folder itself
     (its source/ holds the solutions)."""
-    import sys
     root = Path(root)
     for name in PRIVATE:
         if (root / name).is_dir() and not (root / name).is_symlink():
