@@ -109,11 +109,15 @@ def setup_line(page, login: str) -> str:
     if choose.is_visible():
         choose.get_by_role("button", name="Select", exact=True).click()
         choose.wait_for(state="hidden")
+    # the toolbar names the kernel before the page has connected to it, and a Run All sent then can
+    # be lost (seen once in five CI runs: no cell ran, no websocket opened): wait for its status
+    idle = page.locator(".jp-StatusBar-Widget", has_text="| Idle")
+    idle.wait_for(timeout=120_000)
     run_menu(page, "Run", "Run All Cells")
     output = notebook.locator(".jp-OutputArea-output", has_text=f"Student {login}: variant")
     try:
         output.wait_for(timeout=120_000)
-        page.locator(".jp-StatusBar-Widget", has_text="| Idle").wait_for(timeout=120_000)
+        idle.wait_for(timeout=120_000)
         output.evaluate("e => e.scrollIntoView({block: 'center'})")
     finally:
         shot(page, f"hub-{login}-04-variant")
