@@ -12,6 +12,9 @@ from graders.sandbox.zygote import Limits, names_later
 
 
 MAX_NOTEBOOK_BYTES = 50 << 20
+# a released notebook has tens of cells; reading, checking and writing back one of 600,000 short
+# cells (42 MB) held a worker for half a minute, and one of 10,000 takes about a second
+MAX_NOTEBOOK_CELLS = 10_000
 
 
 @dataclass

@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 
 from graders import unicode
-from graders.engine.course_dir import InstructorNotebook, MAX_NOTEBOOK_BYTES
+from graders.engine.course_dir import InstructorNotebook, MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS
 
 
 class GradebookStandIn:
@@ -47,13 +47,36 @@ def read_submission(path: Path):
         raise ValueError(f"the notebook is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
     text = path.read_bytes().decode("utf-8")
     try:
-        nb = nbformat.reads(text, as_version=4)
+        # nbformat.reads' own steps, with the cells counted in the parsed JSON, before any is built
+        data = nbformat.reader.parse_json(text)
+        cells = count_cells(data)
+        if cells > MAX_NOTEBOOK_CELLS:
+            raise ValueError(f"the notebook has {cells:,} cells, more than the {MAX_NOTEBOOK_CELLS:,} a "
+                             "notebook may have")
+        major, minor = nbformat.reader.get_version(data)
+        if major not in nbformat.versions:
+            raise nbformat.NBFormatError(f"unsupported nbformat version {major}")
+        nb = nbformat.convert(nbformat.versions[major].to_notebook_json(data, minor=minor), 4)
+        try:
+            nbformat.validate(nb)
+        except nbformat.ValidationError as exc:   # as nbformat.reads: said, and read all the same
+            nbformat.get_logger().error("Notebook JSON is invalid: %s", exc)
         # JSON can spell a lone surrogate, which nothing can write as UTF-8 later: it reads as U+FFFD
         return unicode.mend(nb) if unicode.may_hold(text) else nb
     except (AttributeError, TypeError, KeyError, AssertionError, nbformat.NBFormatError, nbformat.ValidationError):
         # JSON, but an array, a string, an unknown nbformat version, no cells (nbformat's validator
         # asserts on a minor version that is not a number)...
         raise ValueError("the notebook is JSON but does not have a notebook's shape") from None
+
+
+def count_cells(data) -> int:
+    """The cells in a notebook's parsed JSON: nbformat 4's list, or nbformat 3's worksheets'."""
+    if not isinstance(data, dict):
+        return 0
+    sheets = data.get("worksheets")
+    lists = [data.get("cells")] + ([w.get("cells") for w in sheets if isinstance(w, dict)]
+                                   if isinstance(sheets, list) else [])
+    return sum(len(cells) for cells in lists if isinstance(cells, list))
 
 
 def why_broken(exc) -> str:

@@ -69,6 +69,29 @@ def test_a_notebook_over_the_size_limit_is_refused_unread(tmp_path, monkeypatch)
     assert why(tmp_path / "big.ipynb") == "the notebook is larger than 1 MB"
 
 
+def test_a_notebook_of_too_many_cells_is_refused_before_its_schema_is_checked(tmp_path, monkeypatch):
+    def notebook(cells: int) -> str:
+        return json.dumps(dict(NOTEBOOK, cells=[{"cell_type": "markdown", "id": f"c{i}", "metadata": {},
+                                                 "source": "."} for i in range(cells)]))
+    checked = []
+    monkeypatch.setattr(nbformat, "validate", lambda nb, *a, **k: checked.append(len(nb.get("cells", ()))))
+    (tmp_path / "most.ipynb").write_text(notebook(snapshot.MAX_NOTEBOOK_CELLS))
+    assert len(read_submission(tmp_path / "most.ipynb").cells) == 10_000 and checked == [10_000]
+    (tmp_path / "more.ipynb").write_text(notebook(snapshot.MAX_NOTEBOOK_CELLS + 1))
+    assert why(tmp_path / "more.ipynb") == "the notebook has 10,001 cells, more than the 10,000 a notebook may have"
+    assert checked == [10_000]
+    old = {"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [
+        {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "."} for _ in range(10_001)]}]}
+    (tmp_path / "v3.ipynb").write_text(json.dumps(old))                   # counted once converted
+    assert "10,001 cells" in why(tmp_path / "v3.ipynb")
+
+
+def test_a_notebook_that_fails_the_schema_is_read_as_nbformat_reads_it(tmp_path):
+    loose = dict(NOTEBOOK, metadata={"kernelspec": "not an object"})
+    (tmp_path / "loose.ipynb").write_text(json.dumps(loose))
+    assert read_submission(tmp_path / "loose.ipynb") == nbformat.reads(json.dumps(loose), as_version=4)
+
+
 def test_a_notebook_nested_too_deep_scores_zero_with_a_reason(tmp_path):
     (tmp_path / "deep.ipynb").write_text("[" * 100_000 + "]" * 100_000)
     assert why(tmp_path / "deep.ipynb") == "the notebook's JSON is nested too deeply to be read (the file is damaged)"

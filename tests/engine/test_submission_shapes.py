@@ -9,6 +9,7 @@ leaves it, graded by `chapter autograde` in-process:
   graded, with a note; two candidates: not graded, both named;
 - another item's notebook handed in as w1-memory.ipynb: named as that item's;
 - lone surrogates in the notebook's JSON and in what a cell prints: graded, written as U+FFFD;
+- the correct notebook padded to 10,001 cells: 0, with the reason;
 - file names in bytes that are not UTF-8 (a shell makes them): a data file beside the notebook is
   kept, a notebook under such a name is named, printably, and the summary prints anywhere;
 - a failure while recording one student: that student is NOT GRADED, the rest are recorded, and
@@ -56,6 +57,14 @@ def lone_surrogates(path: Path) -> None:
     path.write_text(json.dumps(nb))       # ensure_ascii: the surrogates are spelled \udXXX
 
 
+def crowded(path: Path) -> None:
+    """The correct notebook padded with empty markdown cells to 10,001 cells: one past the limit."""
+    nb = json.loads(path.read_text())
+    nb["cells"] += [{"cell_type": "markdown", "id": f"pad{i}", "metadata": {}, "source": ""}
+                    for i in range(10_001 - len(nb["cells"]))]
+    path.write_text(json.dumps(nb))
+
+
 def hand_in(course: Path, student: str, files: dict) -> Path:
     """submitted/<student>/worked/ holding `files` (name -> "correct", a function that changes the
     correct notebook, a path to copy, or text)."""
@@ -88,6 +97,7 @@ CLASS = {
     "bytes": {os.fsdecode(b"\xff-" + NB.encode() + b".ipynb"): "correct"},
     "data-in-bytes": {f"{NB}.ipynb": "correct", os.fsdecode(b"notes-\xfe.txt"): "kept"},
     "surrogates": {f"{NB}.ipynb": lone_surrogates},
+    "crowded": {f"{NB}.ipynb": crowded},
 }
 
 
@@ -199,6 +209,12 @@ def test_lone_surrogates_in_a_notebook_or_its_output_are_graded_and_written(grad
     written = (graded["course"] / "autograded" / "surrogates" / ASSIGNMENT / f"{NB}.ipynb").read_bytes()
     text = written.decode("utf-8")
     assert "half a pair: \ufffd" in text and "\ufffd printed" in text, text[:300]
+
+
+def test_a_notebook_of_too_many_cells_scores_zero_with_the_reason(graded):
+    got = notebook(graded["first"], "crowded")
+    assert got.score == 0 and any("10,001 cells" in r for r in got.reasons), got.reasons
+    assert "crowded" not in graded["first"].failed
 
 
 def test_the_courses_working_state_is_the_instructors_alone(graded):
