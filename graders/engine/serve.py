@@ -541,13 +541,14 @@ def _serve_task(request):
     run = replace(task.worker("runs")[assignment], report=summary.Report(assignment))   # a report of its own
     grade = None
     entry = run.journal.get(student, key)
-    if entry is not None and entry["state"] == "recorded":
-        done = grading.SubmissionResult.from_json(entry["result"])
-
-        def grade(*_):               # graded before a restart: not again
-            return done
+    if entry is not None and entry["state"] == "recorded":   # graded before a restart: not again
+        grade = functools.partial(_graded_before, grading.SubmissionResult.from_json(entry["result"]))
     return task.grade_one(run.course, student, socket_path, run.limits, key, grade=grade,
                           then=functools.partial(_keep_and_release, run))
+
+
+def _graded_before(result, *_):
+    return result
 
 
 def _keep_and_release(run: GradingRun, result) -> tuple:

@@ -7,6 +7,7 @@ broken and foreign submissions, and an instructor's `nbgrader collect` at the sa
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -301,6 +302,34 @@ def test_killed_mid_burst_every_submission_graded_once(tmp_path):
     again = ag.autograde(course.root, ASSIGNMENT, workers=2, progress=False, out=None, force=True)
     assert {n: again.results[n].notebooks[0].score for n in names} == scores
     assert scores[names[0]] == 4.0 and scores[names[1]] < 4.0
+
+
+def test_a_submission_recorded_before_a_kill_is_taken_from_the_journal_not_graded_again(tmp_path):
+    """Killed after recording a grade but before marking the attempt graded: the restarted service
+    takes the result its journal kept (its score marked here, so that a second grading would show)."""
+    course = Course(tmp_path / "recorded")
+    course.submit("s0", "wrong")
+    course.start()
+    try:
+        course.feedback("s0", after=0)
+        course.wait_for(lambda: [a.state for a in course.attempts("s0")] == ["graded"], what="the grade")
+    finally:
+        course.stop()
+    (attempt,) = course.attempts("s0")
+    assert attempt.score < 4.0
+    attempts = serve.AttemptJournal(course.root, ASSIGNMENT)
+    attempts.save("s0", [dataclasses.replace(attempt, state="grading", score=None, max_score=None)])
+    (kept,) = (course.root / ".chapter" / "autograde" / ASSIGNMENT).glob("*.json")
+    entry = json.loads(kept.read_text())
+    assert entry["state"] == "recorded"
+    entry["result"]["notebooks"][0]["score"] = 3.5            # no grading of a wrong notebook gives this
+    kept.write_text(json.dumps(entry))
+    course.start()
+    try:
+        course.wait_for(lambda: [a.state for a in course.attempts("s0")] == ["graded"], what="the restart")
+    finally:
+        course.stop()
+    assert course.attempts("s0")[0].score == 3.5, course.log()
 
 
 def test_policy_is_read_from_the_config():
