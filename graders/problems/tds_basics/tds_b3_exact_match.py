@@ -14,8 +14,6 @@ target^(1/L)).
 """
 from __future__ import annotations
 
-import math
-
 from graders.numeric import Number, Numbers
 from graders.problem import Mistake, Problem
 

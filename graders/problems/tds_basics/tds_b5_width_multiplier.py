@@ -17,8 +17,6 @@ width), `hidden_lrs` (Adam rate of hidden matrices per width) and `output_multip
 """
 from __future__ import annotations
 
-import math
-
 from graders.numeric import Numbers
 from graders.problem import Mistake, Problem
 

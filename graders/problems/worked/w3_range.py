@@ -30,8 +30,8 @@ from graders.numeric import Count, Number
 from graders.problem import Mistake, Problem
 from graders.symbolic import Expr
 
-from graders.problems.common.formats import (EIGHT_BIT, FORMATS, cast, flush_below_normal, format_limits, limits,
-                      max_log2_scale, to_float32, truncate_below_subnormal, underflow_fraction)
+from graders.problems.common.formats import (EIGHT_BIT, FORMATS, cast, flush_below_normal, limits, max_log2_scale,
+                                             truncate_below_subnormal, underflow_fraction)
 
 def _dtype(params):
     dtype = params["dtype"]
