@@ -15,6 +15,9 @@ MAX_NOTEBOOK_BYTES = 50 << 20
 # a released notebook has tens of cells; reading, checking and writing back one of 600,000 short
 # cells (42 MB) held a worker for half a minute, and one of 10,000 takes about a second
 MAX_NOTEBOOK_CELLS = 10_000
+# and its cells' text and code (outputs aside): a released notebook holds tens of thousands of
+# characters; a page of formgrader or feedback is made from them in seconds a million (html_filters)
+MAX_NOTEBOOK_SOURCE = 2_000_000
 
 
 @dataclass

@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 
 from graders import unicode
-from graders.engine.course_dir import InstructorNotebook, MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS
+from graders.engine.course_dir import InstructorNotebook, MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS, MAX_NOTEBOOK_SOURCE
 
 
 class GradebookStandIn:
@@ -57,6 +57,11 @@ def read_submission(path: Path):
         if major not in nbformat.versions:
             raise nbformat.NBFormatError(f"unsupported nbformat version {major}")
         nb = nbformat.convert(nbformat.versions[major].to_notebook_json(data, minor=minor), 4)
+        chars = sum(len(c.source) for c in nb.get("cells") or ()
+                    if isinstance(c, dict) and isinstance(c.get("source"), str))
+        if chars > MAX_NOTEBOOK_SOURCE:
+            raise ValueError(f"the notebook's cells hold {chars:,} characters, more than the {MAX_NOTEBOOK_SOURCE:,} "
+                             "a notebook may have")
         try:
             nbformat.validate(nb)
         except nbformat.ValidationError as exc:   # as nbformat.reads: said, and read all the same
