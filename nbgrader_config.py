@@ -140,3 +140,10 @@ c.GenerateFeedback.preprocessors = [
 # Formulas are typeset as MathML when the page is made (nbconvert's templates would load MathJax
 # from a CDN), and a test cell's points are shown once, in its header.
 c.HTMLExporter.preprocessors = ["graders.course.pages.MathMLPreprocessor", "graders.course.pages.PointsShownOnce"]
+# Two of nbconvert's filters slow with the square of a line's length on a student's text (one
+# markdown line of 100,000 "[" took 44 s): these give the same page in linear time, and show a
+# code cell with a line over 1,000 characters uncoloured (graders/engine/html_filters.py).
+c.HTMLExporter.filters = {
+    "strip_files_prefix": "graders.engine.html_filters.strip_files_prefix",
+    "highlight_code": "graders.engine.html_filters.BoundedHighlight",
+}

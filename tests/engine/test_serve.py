@@ -131,7 +131,8 @@ def visible_text(page: str) -> str:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    course = Course(tmp_path_factory.mktemp("serve"), policy="c.ChapterServe.attempts = 2")
+    # without the course's page filters: the service's feedback must be bounded all the same
+    course = Course(tmp_path_factory.mktemp("serve"), policy="c.ChapterServe.attempts = 2\nc.HTMLExporter.filters = {}")
     course.start()
     yield course
     if course.service.poll() is None:
@@ -185,6 +186,24 @@ def test_bad_input_gets_a_clear_outcome(served):
     page = visible_text(served.feedback("bob", after=0))
     assert "could not be graded" in page or "not valid JSON" in page
     assert not serve.AttemptJournal(served.root, "practice").students()
+
+
+def test_a_page_built_to_stall_nbconvert_is_made_in_moments(served):
+    """A correct notebook with one markdown line of 500,000 `[`: nbconvert's own filter would
+    search that line once per `[` (18 minutes); the service's feedback comes as for any other."""
+    def stalling(path):
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.append(nbformat.v4.new_markdown_cell("[" * 500_000))
+        nbformat.write(nb, path)
+    home = served.student("hugo")
+    fetched = home / ASSIGNMENT / f"{NB}.ipynb"
+    nbformat.write(nbformat.read(served.root / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4), fetched)
+    fill(fetched, "correct", ROOT)
+    stalling(fetched)
+    served.as_student("hugo", "submit", ASSIGNMENT, "--student=hugo")
+    page = served.feedback("hugo", after=0, timeout=120)
+    assert "[" * 500_000 in page and "✗" not in visible_text(page)
+    assert [a.score for a in served.attempts("hugo")] == [4.0]
 
 
 def test_an_instructor_collect_beside_the_service(served):

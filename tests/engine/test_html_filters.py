@@ -1,0 +1,107 @@
+"""html_filters.py: the pages made from a student's notebook take time linear in its text.
+
+`strip_files_prefix` must give nbconvert's own text on every input (compared on thousands of
+random lines made of the pieces its pattern looks for), and the shapes that make nbconvert's
+search each line once per `[` must finish in moments. `BoundedHighlight` colours a cell as
+nbconvert does, and shows one with a line over its limit as plain text. The course's
+nbgrader_config.py and `chapter serve`'s feedback both use them.
+"""
+from __future__ import annotations
+
+import random
+import signal
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbconvert import HTMLExporter
+from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.strings import strip_files_prefix as nbconvert_strip
+from traitlets.config import Config
+
+from graders.engine.course_dir import load_config
+from graders.engine.html_filters import BoundedHighlight, FILTERS, bounded, strip_files_prefix
+
+ROOT = Path(__file__).resolve().parents[2]
+PIECES = ["[", "]", "(", ")", "!", "/", "files/", "](files/", "](/files/", "x", " ", "\n", "\r",
+          'src="files/', "href='/files/", "![a](files/b.png)", "[c](/files/d)", ")(", "]("]
+
+
+@contextmanager
+def within(seconds: int):
+    """Fail, rather than wait for hours, when the block runs past `seconds`."""
+    def late(*_):
+        raise AssertionError(f"took more than {seconds} s")
+    old = signal.signal(signal.SIGALRM, late)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_strip_files_prefix_gives_nbconverts_text_on_any_line():
+    rng = random.Random(8)
+    for _ in range(20_000):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 30)))
+        assert strip_files_prefix(text) == nbconvert_strip(text), repr(text)
+    for text in ("![a](files/b.png) and [c](/files/d)", '<img src="files/e.png">', "[x](files/y) ](files/[[[)",
+                 "[a](files/", "no link at all", ""):
+        assert strip_files_prefix(text) == nbconvert_strip(text), text
+
+
+HOSTILE = {   # a line of n `[`, around the targets nbconvert's pattern needs
+    "brackets": lambda n: "[" * n,
+    "before an unclosed target": lambda n: "[" * n + "](files/",
+    "after the last target": lambda n: "[a](files/b) ](files/" + "[" * n + ")",
+    "before a closed target": lambda n: "[" * n + "](files/x)",
+    "images": lambda n: "![" * (n // 2) + "](/files/y",
+}
+
+
+@pytest.mark.parametrize("shape", HOSTILE)
+def test_strip_files_prefix_takes_moments_where_nbconvert_takes_hours(shape):
+    small = HOSTILE[shape](3_000)
+    assert strip_files_prefix(small) == nbconvert_strip(small)
+    with within(20):     # nbconvert's: ~44 s for 100,000, over an hour for 1,000,000
+        strip_files_prefix(HOSTILE[shape](1_000_000))
+
+
+def test_a_cell_is_coloured_as_nbconvert_colours_it_or_shown_plain():
+    ours, theirs = BoundedHighlight(), Highlight2HTML()
+    code = "def f(x):\n    return [x ** 2 for x in range(3)]  # <squares>\n"
+    assert ours(code) == theirs(code)
+    assert ours("x" * 1_000) == theirs("x" * 1_000)
+    with within(20):     # pygments: 17 s for 40,000 characters of "...", growing as their square
+        long_line = ours("..." * 300_000 + " <b>&")
+    assert long_line.startswith('<div class=" highlight hl-ipython3"><pre>')
+    assert long_line.count("...") == 300_000 and "&lt;b&gt;&amp;" in long_line and "<b>" not in long_line
+    assert "<span class=" not in ours("y = 1\n" * 20_000)          # over 100,000 characters: plain
+
+
+def test_the_course_and_the_services_feedback_use_them():
+    assert dict(load_config(ROOT).HTMLExporter.filters) == FILTERS
+    mine = Config()
+    mine.HTMLExporter.filters = {"mine": "a.b", "highlight_code": "a.c"}
+    got = bounded(mine)
+    assert got.HTMLExporter.filters == {"mine": "a.b", **FILTERS}
+    assert mine.HTMLExporter.filters == {"mine": "a.b", "highlight_code": "a.c"}      # a copy
+
+
+def test_a_hostile_notebooks_page_is_made_in_seconds_with_the_courses_config():
+    """The whole page, as nbgrader's feedback template makes it, from a notebook within the grading
+    limits (under 10,000 cells and 2,000,000 characters) built to stall nbconvert's own filters."""
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("[" * 900_000),
+        nbformat.v4.new_code_cell("..." * 300_000),
+        nbformat.v4.new_markdown_cell("A [link](files/notes.txt)."),
+    ])
+    exporter = HTMLExporter(config=load_config(ROOT), template_name="classic")
+    started = time.monotonic()
+    with within(60):
+        page, _ = exporter.from_notebook_node(nb)
+    print(f"page made in {time.monotonic() - started:.1f} s")
+    assert page.count("[") >= 900_000 and 'href="notes.txt"' in page
