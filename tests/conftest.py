@@ -2,9 +2,11 @@
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -143,6 +145,20 @@ def dask_cluster(_loopback_cluster):
     module may have killed a worker: its nanny restarts it, and this waits for it to rejoin)."""
     _loopback_cluster.client.wait_for_workers(2, timeout=120)
     return _loopback_cluster
+
+
+@contextmanager
+def must_finish_within(seconds):
+    """Fail (instead of hanging the suite) if the block has not returned after `seconds`."""
+    def expired(signum, frame):
+        raise AssertionError(f"did not finish within {seconds} s")
+    before = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
 
 
 def running(pid: int) -> bool:

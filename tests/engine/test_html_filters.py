@@ -9,9 +9,7 @@ nbgrader_config.py and `chapter serve`'s feedback both use them.
 from __future__ import annotations
 
 import random
-import signal
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -23,24 +21,11 @@ from traitlets.config import Config
 
 from graders.engine.course_dir import load_config
 from graders.engine.html_filters import BoundedHighlight, FILTERS, bounded, strip_files_prefix
+from tests.conftest import must_finish_within
 
 ROOT = Path(__file__).resolve().parents[2]
 PIECES = ["[", "]", "(", ")", "!", "/", "files/", "](files/", "](/files/", "x", " ", "\n", "\r",
           'src="files/', "href='/files/", "![a](files/b.png)", "[c](/files/d)", ")(", "]("]
-
-
-@contextmanager
-def within(seconds: int):
-    """Fail, rather than wait for hours, when the block runs past `seconds`."""
-    def late(*_):
-        raise AssertionError(f"took more than {seconds} s")
-    old = signal.signal(signal.SIGALRM, late)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def test_strip_files_prefix_gives_nbconverts_text_on_any_line():
@@ -66,7 +51,7 @@ HOSTILE = {   # a line of n `[`, around the targets nbconvert's pattern needs
 def test_strip_files_prefix_takes_moments_where_nbconvert_takes_hours(shape):
     small = HOSTILE[shape](3_000)
     assert strip_files_prefix(small) == nbconvert_strip(small)
-    with within(20):     # nbconvert's: ~44 s for 100,000, over an hour for 1,000,000
+    with must_finish_within(20):     # nbconvert's: ~44 s for 100,000, over an hour for 1,000,000
         strip_files_prefix(HOSTILE[shape](1_000_000))
 
 
@@ -75,7 +60,7 @@ def test_a_cell_is_coloured_as_nbconvert_colours_it_or_shown_plain():
     code = "def f(x):\n    return [x ** 2 for x in range(3)]  # <squares>\n"
     assert ours(code) == theirs(code)
     assert ours("x" * 1_000) == theirs("x" * 1_000)
-    with within(20):     # pygments: 17 s for 40,000 characters of "...", growing as their square
+    with must_finish_within(20):     # pygments: 17 s for 40,000 characters of "...", growing as their square
         long_line = ours("..." * 300_000 + " <b>&")
     assert long_line.startswith('<div class=" highlight hl-ipython3"><pre>')
     assert long_line.count("...") == 300_000 and "&lt;b&gt;&amp;" in long_line and "<b>" not in long_line
@@ -101,7 +86,7 @@ def test_a_hostile_notebooks_page_is_made_in_seconds_with_the_courses_config():
     ])
     exporter = HTMLExporter(config=load_config(ROOT), template_name="classic")
     started = time.monotonic()
-    with within(60):
+    with must_finish_within(60):
         page, _ = exporter.from_notebook_node(nb)
     print(f"page made in {time.monotonic() - started:.1f} s")
     assert page.count("[") >= 900_000 and 'href="notes.txt"' in page

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import time
-from contextlib import contextmanager
 from types import SimpleNamespace
 
 import pytest
@@ -25,6 +23,7 @@ from graders.engine import sanitize
 from graders import symbolic
 from graders.engine.local_pool import LocalPool
 from graders.sandbox.zygote import Limits, Run, _take
+from tests.conftest import must_finish_within
 
 from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,20 +36,6 @@ def score_test_cell(test, message, problem, params, variant, stopped, out, cell=
     if not isinstance(pending, grading.Pending):
         return pending
     return grading.finish_test_cell(pending, problem, params, variant, out)
-
-
-@contextmanager
-def must_finish_within(seconds):
-    """Fail (instead of hanging the suite) if the block has not returned after `seconds`."""
-    def expired(signum, frame):
-        raise AssertionError(f"did not finish within {seconds} s")
-    before = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, before)
 
 
 # ---------------------------------------------------------------------- reading
