@@ -1,12 +1,15 @@
 """Formgrader's and the feedback's pages as the course's nbgrader_config.py makes them: formulas
 typeset with no script or network, styles in the page, a test cell's points shown once."""
+import random
 import re
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from graders.engine.course_dir import load_config
-from graders.course.pages import PAGE_STYLE, render_math
+from graders.course.pages import PAGE_STYLE, markdown_pieces, render_math
+from tests.conftest import must_finish_within
 
 REPO = Path(__file__).resolve().parents[2]
 LONG_LINE = ("✗ per_device_bytes: does not match your variant within 0.001 relative (too small). "
@@ -46,6 +49,43 @@ def test_formulas_become_mathml_outside_code():
                       "```\necho $PATH $x$\n```\n")
     assert out.count("<math") == 2 and 'display="block"' in out and "<mfrac>" in out
     assert "`$HOME`" in out and "$5 or $6" in out and "echo $PATH $x$" in out
+
+
+# the pieces as one regular expression: what markdown_pieces must find. It is the reference on
+# short text only: on a run of n backticks it tries every split, n**3 steps (1,000 took 1.9 s)
+PIECES_AS_ONE_PATTERN = re.compile(
+    r"(?P<fence>^[ \t]*(?P<ticks>```+|~~~+)[^\n]*\n.*?^[ \t]*(?P=ticks)[ \t]*$)"
+    r"|(?P<code>(?P<bt>`+).+?(?<!`)(?P=bt)(?!`))"
+    r"|(?P<escaped>\\\$)"
+    r"|\$\$(?P<display>.+?)\$\$"
+    r"|\$(?P<inline>[^\s$`](?:[^$\n`]|\n(?!\s*\n))*?(?<!\\))\$(?!\d)",
+    re.MULTILINE | re.DOTALL)
+KINDS = ("fence", "code", "escaped", "display", "inline")
+
+
+def test_markdown_pieces_are_the_patterns_on_any_short_text():
+    rng = random.Random(3)
+    pieces = ["`", "``", "```", "~~~", "~", "$", "$$", "\\", "\n", "\n\n", " ", "\t", "a", "1", "x y", "\u2028",
+              "\r", "\u00a0", "\u0663"]
+    for _ in range(30_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 25)))
+        expected = []
+        for match in PIECES_AS_ONE_PATTERN.finditer(text):
+            kind = next(k for k in KINDS if match.group(k) is not None)
+            expected.append((match.start(), match.end(), kind,
+                             match.group(kind) if kind in ("display", "inline") else ""))
+        assert list(markdown_pieces(text)) == expected, repr(text)
+
+
+@pytest.mark.parametrize("text", [
+    "`" * 200_000,                                            # the pattern: hours
+    "".join("`" * k + "a" for k in range(1, 1_500)),         # runs that nothing closes
+    "".join("`" * k + "\n" for k in range(3, 1_500)),        # fences that nothing closes
+    "$$" + "a" * 1_000_000, "$a\n" * 100_000, "\\$" * 500_000, "$`" * 500_000,
+], ids=["backticks", "growing runs", "unclosed fences", "unclosed display", "lines", "escaped", "mixed"])
+def test_a_students_markdown_is_typeset_in_linear_time(text):
+    with must_finish_within(20):
+        render_math(text)
 
 
 def test_every_formula_of_the_course_converts():
