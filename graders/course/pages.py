@@ -11,6 +11,13 @@ pages, the feedback), so the formulas, code spans and fences are found by `markd
 in time linear in the text: one regular expression for the same pieces tried every split of a
 run of backticks (1.9 s for 1,000 of them, hours for 20,000).
 
+Formgrader shows a student's cells on the instructor's own page, where a script of theirs would
+act as the instructor. So in every markdown cell that is not locked (grading restores a locked
+cell to the instructor's text), each "<" outside code and formulas is written "&lt;": the text
+reads the same, and no tag of the student's becomes an element. A formula is kept only when
+latex2mathml's output is MathML alone (`only_mathml`); `\text{<script>…}` is shown as its TeX.
+Outputs were already limited to text, PNG, JPEG and LaTeX by grading.
+
 `FeedbackStyle` adds the styles the feedback needs as a `<style>` element in the page
 (nbgrader's feedback template drops nbconvert's notebook stylesheet, so markdown tables
 come out bare) and makes long feedback lines wrap instead of running off the right edge.
@@ -55,18 +62,58 @@ def tex_to_mathml(tex: str, display: bool = False) -> str:
     # (a table cell's end) and no emphasis or code marks in the text of the formula
     mathml = _MATHML_TEXT.sub(lambda m: ">" + _MARKS.sub(lambda c: f"&#x{ord(c.group()):05X};", m.group(1)) + "<",
                               mathml)
+    if not mathml.startswith("<code") and not only_mathml(mathml):
+        # latex2mathml copies the text of \text{...} as it is: "<script>" there would be a script
+        mathml = f'<code class="tex">{html.escape(tex)}</code>'
     return mathml.replace("\n", " ")
 
 
-def render_math(markdown: str) -> str:
-    """Markdown with every formula outside code replaced by MathML."""
+MATHML = "http://www.w3.org/1998/Math/MathML"
+# MathML's presentation elements, less those that can hold HTML (annotation-xml) or act (maction)
+MATHML_ELEMENTS = frozenset(
+    "math menclose merror mfenced mfrac mglyph mi mlabeledtr mmultiscripts mn mo mover mpadded "
+    "mphantom mprescripts mroot mrow ms mspace msqrt mstyle msub msubsup msup mtable mtd mtext mtr "
+    "munder munderover none semantics annotation".split())
+
+
+def only_mathml(markup: str) -> bool:
+    """Whether `markup` is one well-formed MathML element holding MathML elements and text only,
+    with no attribute that could run or fetch anything (on..., href, src, style, other namespaces)."""
+    import xml.etree.ElementTree as ET
+    try:
+        root = ET.fromstring(markup)
+    except (ET.ParseError, ValueError):
+        return False
+    for element in root.iter():
+        namespace, _, name = element.tag.rpartition("}")
+        if namespace != "{" + MATHML or name not in MATHML_ELEMENTS:
+            return False
+        for attribute in element.attrib:
+            if ("}" in attribute or ":" in attribute or attribute.lower().startswith("on")
+                    or attribute.lower() in ("href", "src", "style")):
+                return False
+    return True
+
+
+def render_math(markdown: str, inert_html: bool = False) -> str:
+    """Markdown with every formula outside code replaced by MathML. With `inert_html` (a cell a
+    student could write), every "<" outside code and formulas is written as "&lt;": the text
+    reads the same, and no tag of theirs reaches the page."""
     out, done = [], 0
+
+    def text(upto: int) -> str:
+        plain = markdown[done:upto]
+        return plain.replace("<", "&lt;") if inert_html else plain
     for start, end, kind, tex in markdown_pieces(markdown):
-        if kind in ("display", "inline"):
-            out += [markdown[done:start], f'<div class="math-display">{tex_to_mathml(tex, True)}</div>'
-                    if kind == "display" else tex_to_mathml(tex)]
-            done = end
-    return "".join(out) + markdown[done:]
+        out.append(text(start))
+        if kind == "display":
+            out.append(f'<div class="math-display">{tex_to_mathml(tex, True)}</div>')
+        elif kind == "inline":
+            out.append(tex_to_mathml(tex))
+        else:
+            out.append(markdown[start:end])
+        done = end
+    return "".join(out) + text(len(markdown))
 
 
 # where a piece can start: a "`", "\\" or "$", or a line that opens with a fence of three or more
@@ -200,7 +247,10 @@ class MathMLPreprocessor(Preprocessor):
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "markdown":
-            cell.source = render_math(_text(cell.source))
+            # a locked cell is the instructor's own (grading restores it); any other, a student's
+            grading = cell.get("metadata", {}).get("nbgrader")
+            locked = isinstance(grading, dict) and grading.get("locked") is True
+            cell.source = render_math(_text(cell.source), inert_html=not locked)
         elif cell.cell_type == "code":
             for output in cell.get("outputs", []):
                 data = output.get("data") or {}

@@ -297,7 +297,9 @@ def test_student_fetches_answers_validates_and_submits(course, page):
 THEORY_ANSWER = ("1. fp16 loses my smallest gradients below 2^-25; bf16's floor is far lower.\n"
                  "2. A static scale works only if k_rescue <= k_max.\n"
                  "3. Skips come from start-up and from growing into the ceiling.\n"
-                 "4. bf16 has 7 fraction bits, so the fp32 master copy stays.")
+                 "4. bf16 has 7 fraction bits, so the fp32 master copy stays.\n\n"
+                 # a tag a student writes: text on the instructor's page, never an element that runs
+                 '<img src=x onerror="document.body.dataset.ran = 1">')
 
 
 def student_nbgrader(env: dict, home: Path, *args: str) -> None:
@@ -376,6 +378,8 @@ def test_instructor_collects_grades_and_returns_feedback(course, page):
             page.locator(f"input.score#{task}").wait_for()
             page.get_by_text("MARK SCHEME").first.wait_for()   # the rubric is on the page
             page.get_by_text("k_rescue <= k_max").first.wait_for()  # and the student's answer
+            page.get_by_text('<img src=x onerror="document.body.dataset.ran = 1">').first.wait_for()
+            assert page.evaluate("document.body.dataset.ran") is None, "a student's markup ran in formgrader"
             score_box = page.locator(f"input.score#{task}")
             score_box.scroll_into_view_if_needed()
             score_box.fill("3")

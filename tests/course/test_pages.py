@@ -88,6 +88,30 @@ def test_a_students_markdown_is_typeset_in_linear_time(text):
         render_math(text)
 
 
+def test_a_students_markup_never_reaches_the_page():
+    """Formgrader's exporter, from the course config: a tag a student writes (in prose, in a
+    formula's \\text, or in a LaTeX output of their code) is shown as text, never made an
+    element of the instructor's page; the instructor's own (locked) cell keeps its HTML."""
+    from bs4 import BeautifulSoup
+    from nbconvert import HTMLExporter
+    student = nbformat.v4.new_markdown_cell(
+        'Answer <img src=x onerror="alert(1)"> <svg onload="alert(2)"></svg> <script>alert(3)</script> '
+        "and $\\text{<script>alert(4)</script>}$; a < b, `<code>` and $a < b$.")
+    instructor = nbformat.v4.new_markdown_cell("<b>instructions</b>", metadata={"nbgrader": {
+        "locked": True, "grade": False, "solution": False, "grade_id": "intro", "schema_version": 3}})
+    latex = nbformat.v4.new_output("display_data", data={
+        "text/plain": "x", "text/latex": "$\\text{</mtext><script>alert(5)</script>}$"})
+    nb = nbformat.v4.new_notebook(cells=[student, instructor, nbformat.v4.new_code_cell("show()", outputs=[latex])])
+    page, _ = HTMLExporter(config=load_config(REPO), template_name="classic").from_notebook_node(nb)
+    soup = BeautifulSoup(page, "html.parser")
+    assert not [s for s in soup.find_all("script") if "alert" in s.get_text()]
+    assert not soup.find_all(attrs={"onerror": True}) and not soup.find_all(attrs={"onload": True})
+    text = soup.get_text()
+    assert '<img src=x onerror="alert(1)">' in text and "<script>alert(3)</script>" in text, text[-2000:]
+    assert "a < b" in text and soup.find("b", string="instructions")
+    assert page.count("<math") >= 1                 # a < b, typeset
+
+
 def test_every_formula_of_the_course_converts():
     """Each `$…$` in the course's markdown becomes MathML without an error element."""
     count = 0
