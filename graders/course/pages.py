@@ -99,12 +99,20 @@ def render_math(markdown: str, inert_html: bool = False) -> str:
     """Markdown with every formula outside code replaced by MathML. With `inert_html` (a cell a
     student could write), every "<" outside code and formulas is written as "&lt;": the text
     reads the same, and no tag of theirs reaches the page."""
-    out, done = [], 0
+    return typeset(markdown, inert_html)[0]
+
+
+def typeset(markdown: str, inert_html: bool = False, most: int | None = None) -> tuple[str, int]:
+    """`render_math`, converting at most `most` formulas (the others stay as written, as text);
+    and how many it converted."""
+    out, done, converted = [], 0, 0
 
     def text(upto: int) -> str:
         plain = markdown[done:upto]
         return plain.replace("<", "&lt;") if inert_html else plain
     for start, end, kind, tex in markdown_pieces(markdown):
+        if kind in ("display", "inline") and most is not None and converted >= most:
+            continue                     # left in the text around it
         out.append(text(start))
         if kind == "display":
             out.append(f'<div class="math-display">{tex_to_mathml(tex, True)}</div>')
@@ -112,8 +120,9 @@ def render_math(markdown: str, inert_html: bool = False) -> str:
             out.append(tex_to_mathml(tex))
         else:
             out.append(markdown[start:end])
+        converted += kind in ("display", "inline")
         done = end
-    return "".join(out) + text(len(markdown))
+    return "".join(out) + text(len(markdown)), converted
 
 
 # where a piece can start: a "`", "\\" or "$", or a line that opens with a fence of three or more
@@ -242,20 +251,33 @@ def _text(value) -> str:
     return "".join(value) if isinstance(value, list) else str(value or "")
 
 
+# formulas typeset on one page: a notebook of the course has a few hundred; each takes about 20 us,
+# and a student's 1,000,000 characters of "$a$ " would be 250,000 of them
+MOST_FORMULAS = 5_000
+
+
 class MathMLPreprocessor(Preprocessor):
-    """Formulas as MathML in the page, so that they render with no script and no network."""
+    """Formulas as MathML in the page, so that they render with no script and no network (at
+    most MOST_FORMULAS of them a page; any after those stay as written)."""
+    left = MOST_FORMULAS
+
+    def preprocess(self, nb, resources):
+        self.left = MOST_FORMULAS
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "markdown":
             # a locked cell is the instructor's own (grading restores it); any other, a student's
             grading = cell.get("metadata", {}).get("nbgrader")
             locked = isinstance(grading, dict) and grading.get("locked") is True
-            cell.source = render_math(_text(cell.source), inert_html=not locked)
+            cell.source, converted = typeset(_text(cell.source), not locked, self.left)
+            self.left -= converted
         elif cell.cell_type == "code":
             for output in cell.get("outputs", []):
                 data = output.get("data") or {}
-                if "text/latex" in data and "text/html" not in data:
+                if "text/latex" in data and "text/html" not in data and self.left > 0:
                     data["text/html"] = latex_output_as_mathml(_text(data["text/latex"]))
+                    self.left -= 1
         return cell, resources
 
 

@@ -16,8 +16,9 @@ MAX_NOTEBOOK_BYTES = 50 << 20
 # cells (42 MB) held a worker for half a minute, and one of 10,000 takes about a second
 MAX_NOTEBOOK_CELLS = 10_000
 # and its cells' text and code (outputs aside): a released notebook holds tens of thousands of
-# characters; a page of formgrader or feedback is made from them in seconds a million (html_filters)
-MAX_NOTEBOOK_SOURCE = 2_000_000
+# characters. A page of formgrader or feedback is made in time linear in them (html_filters,
+# course/pages.py), but mistune's own worst markdown takes about 15 s for 500,000 characters
+MAX_NOTEBOOK_SOURCE = 1_000_000
 
 
 @dataclass

@@ -13,7 +13,7 @@ Such a page stalls the one student's feedback, `nbgrader generate_feedback` for 
 class, and formgrader's view. Here `strip_files_prefix` gives the same text in time linear in
 its length, and `BoundedHighlight` colours a cell only when it is at most 100,000 characters with
 no line over 1,000; a longer one is shown as it is, uncoloured. (Grading itself refuses a
-notebook whose cells hold more than 2,000,000 characters: see `snapshot.read_submission`.)
+notebook whose cells hold more than 1,000,000 characters: see `snapshot.read_submission`.)
 
 The course's `nbgrader_config.py` names both (`c.HTMLExporter.filters`, `FILTERS`), so that
 nbgrader's feedback and formgrader use them; `chapter serve` sets them on the feedback it

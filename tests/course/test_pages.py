@@ -112,6 +112,17 @@ def test_a_students_markup_never_reaches_the_page():
     assert page.count("<math") >= 1                 # a < b, typeset
 
 
+def test_a_page_typesets_at_most_its_share_of_formulas():
+    """A student's 5,100 formulas: the first MOST_FORMULAS become MathML, the rest stay as written
+    (each is work; a cell of 1,000,000 characters could hold 250,000 of them)."""
+    from nbconvert import HTMLExporter
+    from graders.course.pages import MOST_FORMULAS
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("$x < 1$ " * 5_100)])
+    page, _ = HTMLExporter(config=load_config(REPO), template_name="classic").from_notebook_node(nb)
+    assert page.count("<math") == MOST_FORMULAS == 5_000
+    assert page.count("$x &amp;lt; 1$") == 100      # as written, and inert: "&lt;" shown as such
+
+
 def test_every_formula_of_the_course_converts():
     """Each `$…$` in the course's markdown becomes MathML without an error element."""
     count = 0

@@ -93,11 +93,11 @@ def test_a_notebook_of_too_much_text_and_code_is_refused(tmp_path):
             {"cell_type": "markdown", "id": "m", "metadata": {}, "source": sources[0]},
             {"cell_type": "code", "id": "c", "metadata": {}, "source": sources[1], "outputs": [
                 {"output_type": "stream", "name": "stdout", "text": "o" * 3_000_000}], "execution_count": 1}]))
-    (tmp_path / "most.ipynb").write_text(notebook("m" * 1_000_000, ["c" * 500_000, "d" * 500_000]))
+    (tmp_path / "most.ipynb").write_text(notebook("m" * 500_000, ["c" * 250_000, "d" * 250_000]))
     assert len(read_submission(tmp_path / "most.ipynb").cells) == 2
-    (tmp_path / "more.ipynb").write_text(notebook("m" * 1_000_000, ["c" * 500_000, "d" * 500_001]))
-    assert why(tmp_path / "more.ipynb") == ("the notebook's cells hold 2,000,001 characters, more than the "
-                                            "2,000,000 a notebook may have")
+    (tmp_path / "more.ipynb").write_text(notebook("m" * 500_000, ["c" * 250_000, "d" * 250_001]))
+    assert why(tmp_path / "more.ipynb") == ("the notebook's cells hold 1,000,001 characters, more than the "
+                                            "1,000,000 a notebook may have")
 
 
 def test_a_notebook_that_fails_the_schema_is_read_as_nbformat_reads_it(tmp_path):
