@@ -13,7 +13,8 @@ run of backticks (1.9 s for 1,000 of them, hours for 20,000).
 
 Formgrader shows a student's cells on the instructor's own page, where a script of theirs would
 act as the instructor. So in every markdown cell that is not locked (grading restores a locked
-cell to the instructor's text), each "<" outside code and formulas is written "&lt;": the text
+cell to the instructor's text), each "<" outside formulas is written "&lt;" (in code, followed
+by an invisible U+200B, since mistune may not read as code what this module does): the text
 reads the same, and no tag of the student's becomes an element. A formula is kept only when
 latex2mathml's output is MathML alone (`only_mathml`); `\text{<script>…}` is shown as its TeX.
 Outputs were already limited to text, PNG, JPEG and LaTeX by grading.
@@ -97,8 +98,9 @@ def only_mathml(markup: str) -> bool:
 
 def render_math(markdown: str, inert_html: bool = False) -> str:
     """Markdown with every formula outside code replaced by MathML. With `inert_html` (a cell a
-    student could write), every "<" outside code and formulas is written as "&lt;": the text
-    reads the same, and no tag of theirs reaches the page."""
+    student could write), every "<" outside formulas starts no tag: written "&lt;" in the text,
+    and followed by an invisible U+200B in code. The text reads the same, and no tag of theirs
+    reaches the page."""
     return typeset(markdown, inert_html)[0]
 
 
@@ -118,6 +120,11 @@ def typeset(markdown: str, inert_html: bool = False, most: int | None = None) ->
             out.append(f'<div class="math-display">{tex_to_mathml(tex, True)}</div>')
         elif kind == "inline":
             out.append(tex_to_mathml(tex))
+        elif inert_html:
+            # code as this scanner reads it, which mistune may not (a span across a blank line, a
+            # fence that a longer one closed): a "<" followed by U+200B starts no tag in either,
+            # and reads as "<" in code, where "&lt;" would show as written
+            out.append(markdown[start:end].replace("<", "<\u200b"))
         else:
             out.append(markdown[start:end])
         converted += kind in ("display", "inline")

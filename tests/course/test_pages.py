@@ -97,11 +97,16 @@ def test_a_students_markup_never_reaches_the_page():
     student = nbformat.v4.new_markdown_cell(
         'Answer <img src=x onerror="alert(1)"> <svg onload="alert(2)"></svg> <script>alert(3)</script> '
         "and $\\text{<script>alert(4)</script>}$; a < b, `<code>` and $a < b$.")
+    # code to this module that mistune does not read as code: a span across a blank line, and a
+    # fence that a longer one closes first
+    spans = nbformat.v4.new_markdown_cell('`a\n\n<img src=x onerror="alert(6)">\n\n`\n\n'
+                                          '```\nx\n````\n<img src=x onerror="alert(7)">\n```\n')
     instructor = nbformat.v4.new_markdown_cell("<b>instructions</b>", metadata={"nbgrader": {
         "locked": True, "grade": False, "solution": False, "grade_id": "intro", "schema_version": 3}})
     latex = nbformat.v4.new_output("display_data", data={
         "text/plain": "x", "text/latex": "$\\text{</mtext><script>alert(5)</script>}$"})
-    nb = nbformat.v4.new_notebook(cells=[student, instructor, nbformat.v4.new_code_cell("show()", outputs=[latex])])
+    nb = nbformat.v4.new_notebook(cells=[student, spans, instructor,
+                                         nbformat.v4.new_code_cell("show()", outputs=[latex])])
     page, _ = HTMLExporter(config=load_config(REPO), template_name="classic").from_notebook_node(nb)
     soup = BeautifulSoup(page, "html.parser")
     assert not [s for s in soup.find_all("script") if "alert" in s.get_text()]
@@ -109,6 +114,7 @@ def test_a_students_markup_never_reaches_the_page():
     text = soup.get_text()
     assert '<img src=x onerror="alert(1)">' in text and "<script>alert(3)</script>" in text, text[-2000:]
     assert "a < b" in text and soup.find("b", string="instructions")
+    assert soup.find("code", string="<\u200bcode>")                # a real code span shows "<"
     assert page.count("<math") >= 1                 # a < b, typeset
 
 
