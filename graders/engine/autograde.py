@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, TypedDict
 from graders.engine.exchange import close_course, set_aside_lines
 from graders.engine.course_dir import check_data_files, discover, limits_from, load_config, load_course
 from graders.engine.grading import SubmissionResult
+from graders.engine.html_filters import page_warnings
 from graders.engine.journal import Journal, fingerprint, submission_key
 from graders.engine.record_io import artifacts_present, untimed
 from graders.engine.run import GradingRun, late_penalties, without_text
@@ -142,6 +143,7 @@ def _grade_course(root: Path, assignment: str, options: Options, zygote, started
                      late=late_penalties(config), workers=workers, scheduler=options["scheduler"],
                      isolate=options["isolate"], allow_degraded=options["allow_degraded"])
     report = run.report
+    report.warnings += page_warnings(config)
     report.time_limits = {name: (for_notebook(limits, seconds).notebook_seconds, seconds is not None
                                  and seconds < limits.notebook_seconds)
                           for name, seconds in course.time_limits.items()}

@@ -33,6 +33,26 @@ HIGHLIGHT_CELL = 100_000        # characters in a code cell that is coloured
 HIGHLIGHT_LINE = 1_000          # characters in its longest line
 
 
+# what nbgrader_config.py also names for those pages: student markup made inert, formulas bounded
+PREPROCESSOR = "graders.course.pages.MathMLPreprocessor"
+
+
+def page_warnings(config) -> list[str]:
+    """A warning when the course's nbgrader config leaves formgrader's and the feedback's pages
+    without this module's filters or the inert markup of `PREPROCESSOR` ([] when it names all)."""
+    exporter = config.get("HTMLExporter") or {}
+    missing = [f"c.HTMLExporter.filters[{name!r}]" for name, value in FILTERS.items()
+               if (exporter.get("filters") or {}).get(name) not in (value, globals()[value.rpartition(".")[2]])]
+    if not any(PREPROCESSOR in str(p) for p in exporter.get("preprocessors") or ()):
+        missing.append(f"{PREPROCESSOR} in c.HTMLExporter.preprocessors")
+    if not missing:
+        return []
+    return ["formgrader's and the feedback's pages are not protected in this course: its nbgrader_config.py "
+            f"does not name {', '.join(missing)}. A student's markdown would be HTML on the instructor's page, "
+            "and one notebook could take hours to show (README: \"A student's markup never runs on the "
+            "instructor's page\")"]
+
+
 def bounded(config):
     """A copy of the traitlets `config` in which HTMLExporter takes `FILTERS` (over any filter of
     the same name it set)."""

@@ -3,7 +3,8 @@
 Its test cells are plain asserts, with no checks registered in `graders.problems`.
 `chapter autograde` must give every cell the score plain `nbgrader autograde` gives it
 (bitdiddle's and hacker's problem1: 1.5 and 3.0), never a silent 0, and say that such
-cells were judged inside the student's process.
+cells were judged inside the student's process, and that the course's own nbgrader config leaves
+formgrader's pages without the page protections.
 """
 from __future__ import annotations
 
@@ -73,6 +74,8 @@ def test_such_cells_are_labelled_as_judged_inside(both):
     report = both["report"]
     assert not report.failed
     assert "judged inside the student's process" in report.summary()
+    # its own nbgrader config names none of the course's page protections: the instructor is told
+    assert "warning: formgrader's and the feedback's pages are not protected in this course" in report.summary()
     for student in STUDENTS:
         for nb in report.results[student].notebooks:
             assert bool(nb.inside) == (nb.name == "problem1"), nb.name   # problem2 is graded by hand

@@ -20,7 +20,7 @@ from nbconvert.filters.strings import strip_files_prefix as nbconvert_strip
 from traitlets.config import Config
 
 from graders.engine.course_dir import load_config
-from graders.engine.html_filters import BoundedHighlight, FILTERS, bounded, strip_files_prefix
+from graders.engine.html_filters import BoundedHighlight, FILTERS, bounded, page_warnings, strip_files_prefix
 from tests.conftest import must_finish_within
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,6 +74,18 @@ def test_the_course_and_the_services_feedback_use_them():
     got = bounded(mine)
     assert got.HTMLExporter.filters == {"mine": "a.b", **FILTERS}
     assert mine.HTMLExporter.filters == {"mine": "a.b", "highlight_code": "a.c"}      # a copy
+
+
+def test_a_course_whose_config_leaves_its_pages_unprotected_is_warned():
+    assert page_warnings(load_config(ROOT)) == []
+    (bare,) = page_warnings(Config())
+    assert "c.HTMLExporter.filters['strip_files_prefix']" in bare and "highlight_code" in bare
+    assert "MathMLPreprocessor in c.HTMLExporter.preprocessors" in bare
+    no_inert = load_config(ROOT)
+    no_inert.HTMLExporter.preprocessors = ["graders.course.pages.PointsShownOnce"]
+    (warning,) = page_warnings(no_inert)
+    assert "MathMLPreprocessor" in warning and "filters" not in warning
+    assert page_warnings(bounded(no_inert)) == page_warnings(no_inert)      # serve's filters: not the markup
 
 
 def test_a_hostile_notebooks_page_is_made_in_seconds_with_the_courses_config():
