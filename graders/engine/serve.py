@@ -39,6 +39,7 @@ from pathlib import Path
 from graders.engine import course_dir
 from graders.engine import exchange
 from graders.engine import feedback
+from graders.engine.html_filters import bounded
 from graders.engine.times import read_small
 from graders.engine import grading
 from graders.engine.journal import Journal, fingerprint, student_file, submission_key
@@ -263,7 +264,8 @@ class Service:
     def _prepare(self):
         from nbgrader.coursedir import CourseDirectory
         self.root = Path(self.root).resolve()
-        self.config = course_dir.load_config(self.root)
+        # the feedback's pages in linear time, whatever the course's own config says
+        self.config = bounded(course_dir.load_config(self.root))
         self.policy = Policy.from_config(self.config)
         self.coursedir = CourseDirectory(config=self.config, root=str(self.root))
         exchange_root = self.config.Exchange.get("root", "/srv/nbgrader/exchange")
@@ -582,9 +584,6 @@ def release_feedback(config, root: Path, assignment: str, student: str) -> str:
     """nbgrader's generate_feedback and release_feedback for one student; '' or what went wrong."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
-
-    from graders.engine.html_filters import bounded
-    config = bounded(config)        # a student's page in linear time, whatever the course's config says
     coursedir = CourseDirectory(config=config, root=str(root))
     api = NbGraderAPI(coursedir=coursedir, config=config)
 
