@@ -41,8 +41,9 @@ def page_warnings(config) -> list[str]:
     """A warning when the course's nbgrader config leaves formgrader's and the feedback's pages
     without this module's filters or the inert markup of `PREPROCESSOR` ([] when it names all)."""
     exporter = config.get("HTMLExporter") or {}
+    given = exporter.get("filters") or {}
     missing = [f"c.HTMLExporter.filters[{name!r}]" for name, value in FILTERS.items()
-               if (exporter.get("filters") or {}).get(name) not in (value, globals()[value.rpartition(".")[2]])]
+               if _dotted(given.get(name)) != value]
     if not any(PREPROCESSOR in str(p) for p in exporter.get("preprocessors") or ()):
         missing.append(f"{PREPROCESSOR} in c.HTMLExporter.preprocessors")
     if not missing:
@@ -51,6 +52,14 @@ def page_warnings(config) -> list[str]:
             f"does not name {', '.join(missing)}. A student's markdown would be HTML on the instructor's page, "
             "and one notebook could take hours to show (README: \"A student's markup never runs on the "
             "instructor's page\")"]
+
+
+def _dotted(value) -> str:
+    """A filter as the config may name it (a dotted path, or the function or class itself), as its
+    dotted path."""
+    if isinstance(value, str):
+        return value
+    return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', '')}"
 
 
 def bounded(config):

@@ -86,6 +86,11 @@ def test_a_course_whose_config_leaves_its_pages_unprotected_is_warned():
     (warning,) = page_warnings(no_inert)
     assert "MathMLPreprocessor" in warning and "filters" not in warning
     assert page_warnings(bounded(no_inert)) == page_warnings(no_inert)      # serve's filters: not the markup
+    as_objects = load_config(ROOT)                  # a config may name a filter by the object itself
+    as_objects.HTMLExporter.filters = {"strip_files_prefix": strip_files_prefix, "highlight_code": BoundedHighlight}
+    assert page_warnings(as_objects) == []
+    as_objects.HTMLExporter.filters["strip_files_prefix"] = nbconvert_strip
+    assert "c.HTMLExporter.filters['strip_files_prefix']" in page_warnings(as_objects)[0]
 
 
 def test_a_hostile_notebooks_page_is_made_in_seconds_with_the_courses_config():
