@@ -38,6 +38,7 @@ from __future__ import annotations
 import bisect
 import html
 import re
+import xml.etree.ElementTree as ET
 
 from nbconvert.preprocessors import Preprocessor as _NbconvertPreprocessor
 from traitlets import Bool
@@ -80,7 +81,6 @@ MATHML_ELEMENTS = frozenset(
 def only_mathml(markup: str) -> bool:
     """Whether `markup` is one well-formed MathML element holding MathML elements and text only,
     with no attribute that could run or fetch anything (on..., href, src, style, other namespaces)."""
-    import xml.etree.ElementTree as ET
     try:
         root = ET.fromstring(markup)
     except (ET.ParseError, ValueError):
@@ -137,6 +137,8 @@ _MAY_START = re.compile(r"[`\\$]|^[ \t]*(?:```|~~~)", re.MULTILINE)
 # a line that can close a fence: spaces or tabs, one run of "`" or of "~", spaces or tabs
 _FENCE_LINE = re.compile(r"^[ \t]*(`+|~+)[ \t]*$", re.MULTILINE)
 _BACKTICKS = re.compile(r"`+")
+# a line that opens a fence: spaces or tabs, then three or more "`" or "~"
+_FENCE_OPEN = re.compile(r"[ \t]*(`{3,}|~{3,})")
 
 
 def markdown_pieces(text: str):
@@ -196,7 +198,7 @@ def markdown_pieces(text: str):
 
 def _fence(text: str, pos: int, fences: dict):
     """The fenced block opening at the line that starts at `pos`, or None."""
-    opening = re.compile(r"[ \t]*(`{3,}|~{3,})").match(text, pos)
+    opening = _FENCE_OPEN.match(text, pos)
     newline = text.find("\n", pos)
     if opening is None or newline < 0:
         return None
