@@ -65,12 +65,15 @@ class Course:
         finally:
             os.environ.pop("JUPYTERHUB_USER", None)
 
-    def submit(self, name: str, how: str) -> None:
+    def submit(self, name: str, how: str, then=None) -> None:
+        """Submit the notebook filled `how`, after `then(path)` changes it further (if given)."""
         home = self.student(name)
         fetched = home / ASSIGNMENT / f"{NB}.ipynb"
         released = nbformat.read(self.root / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
         nbformat.write(released, fetched)            # start from the blank each time
         fill(fetched, how, ROOT)
+        if then is not None:
+            then(fetched)
         self.as_student(name, "submit", ASSIGNMENT, f"--student={name}")
 
     def feedback(self, name: str, after: int, timeout: float = 240.0) -> str:
@@ -195,12 +198,7 @@ def test_a_page_built_to_stall_nbconvert_is_made_in_moments(served):
         nb = nbformat.read(path, as_version=4)
         nb.cells.append(nbformat.v4.new_markdown_cell("[" * 500_000))
         nbformat.write(nb, path)
-    home = served.student("hugo")
-    fetched = home / ASSIGNMENT / f"{NB}.ipynb"
-    nbformat.write(nbformat.read(served.root / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4), fetched)
-    fill(fetched, "correct", ROOT)
-    stalling(fetched)
-    served.as_student("hugo", "submit", ASSIGNMENT, "--student=hugo")
+    served.submit("hugo", "correct", then=stalling)
     page = served.feedback("hugo", after=0, timeout=120)
     assert "[" * 500_000 in page and "✗" not in visible_text(page)
     assert [a.score for a in served.attempts("hugo")] == [4.0]
