@@ -207,8 +207,10 @@ def collect_one(config, root: Path, assignment: str, student: str, folder: str) 
     app.copy_one(os.path.join(app.inbound_path, folder), dest, records[0]["owner"])
 
 
-def release_refusal(config, root: Path, assignment: str, folder: str, why: str) -> None:
-    """Feedback for a submission that was not graded, where *Fetch Feedback* looks for it."""
+def release_refusal(config, root: Path, assignment: str, folder: str, why: str, notebooks) -> None:
+    """Feedback for a submission that was not graded, where *Fetch Feedback* looks for it: one
+    page for each of the assignment's `notebooks` (names without `.ipynb`), as graded feedback
+    has. The files the student put in the folder choose nothing, however many they are."""
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
     from nbgrader.utils import notebook_hash
@@ -220,11 +222,10 @@ def release_refusal(config, root: Path, assignment: str, folder: str, why: str) 
     if secret is None:
         raise ValueError("the submission's secret is not a regular file")
     page = feedback.refusal_page(assignment, why)
-    notebooks = sorted(source.glob("*.ipynb"))
     with exchange.as_owner_of(exchange_course(config, coursedir)):   # written as the exchange's owner
         app.init_dest()                   # the exchange's feedback folder, made as nbgrader makes it
-        for notebook in notebooks:
-            target = Path(app.dest_path) / f"{notebook_hash(secret=secret, notebook_id=notebook.stem)}.html"
+        for notebook in sorted(notebooks):
+            target = Path(app.dest_path) / f"{notebook_hash(secret=secret, notebook_id=notebook)}.html"
             shared.atomic_write(target, page.encode(), 0o644)
 
 
@@ -447,7 +448,8 @@ class Service:
             journal.save(job.student, attempts)
             self.say(f"{job.student} {job.assignment}: not graded ({why.split(',')[0]})")
             try:
-                release_refusal(self.config, self.root, job.assignment, job.folder, why)
+                release_refusal(self.config, self.root, job.assignment, job.folder, why,
+                                self.runs[job.assignment].course.notebooks)
             except Exception as exc:  # noqa: BLE001 - said, and kept in the history; the service goes on
                 mine.why = f"{why} The student was not told: {exc}"[:600]
                 journal.save(job.student, attempts)

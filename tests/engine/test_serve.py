@@ -408,6 +408,8 @@ def test_a_refusal_that_cannot_be_released_is_said_and_kept(tmp_path, monkeypatc
     service.enrolled = None                             # a course on one machine: no roster to ask
     (service.inbound / "two").mkdir(parents=True)       # the instructor's own: not a forgery
     service.journals = {ASSIGNMENT: serve.AttemptJournal(tmp_path, ASSIGNMENT)}
+    service.runs = {ASSIGNMENT: serve.GradingRun.__new__(serve.GradingRun)}
+    service.runs[ASSIGNMENT].course = type("Course", (), {"notebooks": {NB: None}})()
     service.journals[ASSIGNMENT].save("maria", [serve.Attempt("one", "2026-03-01 10:00:00.000000 UTC",
                                                               state="graded", score=1.0)])
 
@@ -419,3 +421,24 @@ def test_a_refusal_that_cannot_be_released_is_said_and_kept(tmp_path, monkeypatc
     refused = service.journals[ASSIGNMENT].load("maria")[-1]
     assert refused.state == "refused" and "was not told" in refused.why and "read-only" in refused.why
     assert "the refusal could not be released" in service.out.getvalue()
+
+
+def test_a_refusal_writes_pages_for_the_assignment_not_for_the_students_files(tmp_path):
+    """A refused submission holding 20,000 files named `*.ipynb`: the refusal writes one page for
+    each of the assignment's notebooks, never one for each file the student chose to put there."""
+    from traitlets.config import Config
+    from nbgrader.utils import notebook_hash
+    config = Config()
+    config.Exchange.root = str(tmp_path / "exchange")
+    config.CourseDirectory.course_id = COURSE_ID
+    folder = "maria+worked+2026-03-01 11:00:00.000000 UTC+x"
+    source = tmp_path / "exchange" / COURSE_ID / "inbound" / folder
+    source.mkdir(parents=True)
+    (source / "submission_secret.txt").write_text("s" * 32)
+    for i in range(20_000):
+        (source / f"junk{i}.ipynb").touch()
+    (source / f"{NB}.ipynb").touch()
+    serve.release_refusal(config, tmp_path, ASSIGNMENT, folder, "all 2 graded attempts are used", {NB: None})
+    pages = os.listdir(tmp_path / "exchange" / COURSE_ID / "feedback")
+    assert pages == [f"{notebook_hash(secret='s' * 32, notebook_id=NB)}.html"]
+    assert "all 2 graded attempts" in (tmp_path / "exchange" / COURSE_ID / "feedback" / pages[0]).read_text()
