@@ -48,6 +48,9 @@ def normalize(nb) -> list[str]:
         raise ValueError("the notebook has no list of cells")
     if not isinstance(nb.get("metadata"), dict):
         nb["metadata"] = nbformat.NotebookNode()
+    # Widget state is the student's to write, and a page made from the notebook (formgrader's,
+    # the feedback) that finds it loads a widget manager from a CDN to render it: none is kept.
+    nb.metadata.pop("widgets", None)
     kept = []
     for cell in nb.cells:
         if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):

@@ -206,6 +206,25 @@ def test_huge_outputs_are_cleared_before_anything_reads_them():
     assert out.cells[1].outputs == [] and out.cells[1].execution_count is None
 
 
+def test_a_students_widget_state_never_reaches_a_page():
+    """Notebook metadata holding widget state: nbconvert's page for it would load a widget manager
+    from a CDN, on the instructor's formgrader too, and hand it the student's state to render."""
+    from pathlib import Path
+
+    from nbconvert import HTMLExporter
+
+    from graders.engine.course_dir import load_config
+    nb = submission()
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+        "version_major": 2, "version_minor": 0, "state": {"w": {
+            "model_name": "HTMLModel", "model_module": "@jupyter-widgets/controls", "model_module_version": "2.0.0",
+            "state": {"value": "<img src=x onerror=alert(1)>"}}}}}
+    out, notes = sanitize(nb, instructor(), "a1", "s1")
+    page, _ = HTMLExporter(config=load_config(Path(__file__).resolve().parents[2])).from_notebook_node(out)
+    assert "widget-state" not in page and "@jupyter-widgets" not in page and "onerror" not in page
+    assert notes == [] and flags(out) == ["intro", "answer", "test"]
+
+
 def test_normalize_drops_what_is_not_a_cell_and_mends_the_rest():
     nb = nbformat.from_dict({"nbformat": 4, "nbformat_minor": 5, "metadata": [],
                              "cells": [1, {"cell_type": "widget"}, {"cell_type": "code", "source": ["a", 1]},
