@@ -140,10 +140,12 @@ c.GenerateFeedback.preprocessors = [
 # Formulas are typeset as MathML when the page is made (nbconvert's templates would load MathJax
 # from a CDN), and a test cell's points are shown once, in its header.
 c.HTMLExporter.preprocessors = ["graders.course.pages.MathMLPreprocessor", "graders.course.pages.PointsShownOnce"]
-# Two of nbconvert's filters slow with the square of a line's length on a student's text (one
+# Three of nbconvert's filters slow with the square of a line's length on a student's text (one
 # markdown line of 100,000 "[" took 44 s): these give the same page in linear time, and show a
-# code cell with a line over 1,000 characters uncoloured (graders/engine/html_filters.py).
+# code cell or a fenced block with a line over 1,000 characters uncoloured; a block is coloured
+# only as Python, and a missing attachment is a missing image (graders/engine/html_filters.py).
 c.HTMLExporter.filters = {
     "strip_files_prefix": "graders.engine.html_filters.strip_files_prefix",
     "highlight_code": "graders.engine.html_filters.BoundedHighlight",
+    "markdown2html": "graders.engine.html_filters.BoundedMarkdown",
 }

@@ -10,6 +10,8 @@ leaves it, graded by `chapter autograde` in-process:
 - another item's notebook handed in as w1-memory.ipynb: named as that item's;
 - lone surrogates in the notebook's JSON and in what a cell prints: graded, written as U+FFFD;
 - the correct notebook padded to 10,001 cells: 0, with the reason;
+- a markdown image of an attachment the cell does not have (nbconvert stops the page there):
+  graded, and its feedback made, with a missing image;
 - file names in bytes that are not UTF-8 (a shell makes them): a data file beside the notebook is
   kept, a notebook under such a name is named, printably, and the summary prints anywhere;
 - a failure while recording one student: that student is NOT GRADED, the rest are recorded, and
@@ -65,6 +67,15 @@ def crowded(path: Path) -> None:
     path.write_text(json.dumps(nb))
 
 
+def sketched(path: Path) -> None:
+    """The correct notebook with a markdown cell showing an image the cell has no attachment for
+    (JupyterLab writes `attachment:` when an image is pasted; the attachment can be gone)."""
+    nb = json.loads(path.read_text())
+    nb["cells"].append({"cell_type": "markdown", "id": "sketch", "metadata": {},
+                        "source": "My sketch: ![the memory plot](attachment:sketch.png)"})
+    path.write_text(json.dumps(nb))
+
+
 def hand_in(course: Path, student: str, files: dict) -> Path:
     """submitted/<student>/worked/ holding `files` (name -> "correct", a function that changes the
     correct notebook, a path to copy, or text)."""
@@ -98,6 +109,7 @@ CLASS = {
     "data-in-bytes": {f"{NB}.ipynb": "correct", os.fsdecode(b"notes-\xfe.txt"): "kept"},
     "surrogates": {f"{NB}.ipynb": lone_surrogates},
     "crowded": {f"{NB}.ipynb": crowded},
+    "sketched": {f"{NB}.ipynb": sketched, "timestamp.txt": GOOD_TIME},
 }
 
 
@@ -228,3 +240,13 @@ def test_a_notebook_of_this_item_is_never_taken_for_another(graded):
     """The foreign check must not catch an honest notebook whose title is its own."""
     nb = nbformat.read(ROOT / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
     assert nb.cells[0].source.startswith(f"# {NB} ·")
+
+
+def test_an_image_of_a_missing_attachment_is_graded_and_gets_its_feedback(graded):
+    """nbconvert's markdown stops a page at an attachment the cell lacks: the course's filter
+    shows a missing image, so formgrader and `nbgrader generate_feedback` still make the page."""
+    course = graded["course"]
+    assert notebook(graded["first"], "sketched").score == FULL
+    nbgrader("generate_feedback", ASSIGNMENT, "--student=sketched", cwd=course)
+    page = (course / "feedback" / "sketched" / ASSIGNMENT / f"{NB}.html").read_text()
+    assert '<img alt="the memory plot" src="attachment:sketch.png"' in page and "My sketch" in page
