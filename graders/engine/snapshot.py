@@ -66,12 +66,39 @@ def read_submission(path: Path):
             nbformat.validate(nb)
         except nbformat.ValidationError as exc:   # as nbformat.reads: said, and read all the same
             nbformat.get_logger().error("Notebook JSON is invalid: %s", exc)
+            nb = mended(nb)
         # JSON can spell a lone surrogate, which nothing can write as UTF-8 later: it reads as U+FFFD
         return unicode.mend(nb) if unicode.may_hold(text) else nb
     except (AttributeError, TypeError, KeyError, AssertionError, nbformat.NBFormatError, nbformat.ValidationError):
         # JSON, but an array, a string, an unknown nbformat version, no cells (nbformat's validator
         # asserts on a minor version that is not a number)...
         raise ValueError("the notebook is JSON but does not have a notebook's shape") from None
+
+
+def mended(nb):
+    """A notebook the schema refuses, with its metadata and attachments made valid: nbconvert makes
+    no page of an invalid notebook, so formgrader's view and the feedback need it. nbformat's own
+    repair strips the metadata the schema refuses, and an attachment that is not a bundle of text
+    by type is dropped. (Grading clears the outputs, and `sanitize.normalize` mends the cells.)"""
+    for cell in nb.get("cells") if isinstance(nb.get("cells"), list) else ():
+        if isinstance(cell, dict) and "attachments" in cell:
+            given = cell["attachments"] if cell.get("cell_type") in ("markdown", "raw") else None
+            kept = {name: bundle for name, bundle in given.items() if _text_bundle(bundle)} \
+                if isinstance(given, dict) else {}
+            if kept:
+                cell["attachments"] = kept
+            else:
+                del cell["attachments"]
+    try:
+        return nbformat.from_dict(nbformat.validator.normalize(nb, strip_invalid_metadata=True)[1])
+    except Exception:  # noqa: BLE001 - a shape nbformat's repair cannot take: graded as it is
+        return nb
+
+
+def _text_bundle(bundle) -> bool:
+    return isinstance(bundle, dict) and all(
+        isinstance(value, str) or (isinstance(value, list) and all(isinstance(line, str) for line in value))
+        for value in bundle.values())
 
 
 def count_cells(data) -> int:

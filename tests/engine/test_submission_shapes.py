@@ -10,8 +10,9 @@ leaves it, graded by `chapter autograde` in-process:
 - another item's notebook handed in as w1-memory.ipynb: named as that item's;
 - lone surrogates in the notebook's JSON and in what a cell prints: graded, written as U+FFFD;
 - the correct notebook padded to 10,001 cells: 0, with the reason;
-- a markdown image of an attachment the cell does not have (nbconvert stops the page there):
-  graded, and its feedback made, with a missing image;
+- a markdown image of an attachment the cell does not have (nbconvert stops the page there), and
+  a notebook the schema refuses (tags that are not a list, an attachment that is not a bundle):
+  graded, and its feedback made;
 - file names in bytes that are not UTF-8 (a shell makes them): a data file beside the notebook is
   kept, a notebook under such a name is named, printably, and the summary prints anywhere;
 - a failure while recording one student: that student is NOT GRADED, the rest are recorded, and
@@ -76,6 +77,17 @@ def sketched(path: Path) -> None:
     path.write_text(json.dumps(nb))
 
 
+def misshapen(path: Path) -> None:
+    """The correct notebook with what nbformat's schema refuses (JupyterLab reads it all the same):
+    a cell's tags that are not a list, a language without its name, an image that is a number."""
+    nb = json.loads(path.read_text())
+    nb["cells"][1]["metadata"]["tags"] = 5
+    nb["metadata"]["language_info"] = {}
+    nb["cells"].append({"cell_type": "markdown", "id": "odd", "metadata": {}, "attachments": {"a.png": {"image/png": 5}},
+                        "source": "Odd cell ![a](attachment:a.png)"})
+    path.write_text(json.dumps(nb))
+
+
 def hand_in(course: Path, student: str, files: dict) -> Path:
     """submitted/<student>/worked/ holding `files` (name -> "correct", a function that changes the
     correct notebook, a path to copy, or text)."""
@@ -110,6 +122,7 @@ CLASS = {
     "surrogates": {f"{NB}.ipynb": lone_surrogates},
     "crowded": {f"{NB}.ipynb": crowded},
     "sketched": {f"{NB}.ipynb": sketched, "timestamp.txt": GOOD_TIME},
+    "misshapen": {f"{NB}.ipynb": misshapen, "timestamp.txt": GOOD_TIME},
 }
 
 
@@ -250,3 +263,16 @@ def test_an_image_of_a_missing_attachment_is_graded_and_gets_its_feedback(graded
     nbgrader("generate_feedback", ASSIGNMENT, "--student=sketched", cwd=course)
     page = (course / "feedback" / "sketched" / ASSIGNMENT / f"{NB}.html").read_text()
     assert '<img alt="the memory plot" src="attachment:sketch.png"' in page and "My sketch" in page
+
+
+def test_a_notebook_the_schema_refuses_is_graded_and_gets_its_feedback(graded):
+    """Read all the same, as nbformat reads it, and mended where the pages need it: nbconvert makes
+    no page of an invalid notebook."""
+    course = graded["course"]
+    assert notebook(graded["first"], "misshapen").score == FULL
+    written = nbformat.reads((course / "autograded" / "misshapen" / ASSIGNMENT / f"{NB}.ipynb").read_text(),
+                             as_version=4)
+    nbformat.validate(written)
+    nbgrader("generate_feedback", ASSIGNMENT, "--student=misshapen", cwd=course)
+    page = (course / "feedback" / "misshapen" / ASSIGNMENT / f"{NB}.html").read_text()
+    assert "Odd cell" in page and 'src="attachment:a.png"' in page
