@@ -1,14 +1,13 @@
-"""nbconvert filters replaced where a student's text can make them take hours.
+"""nbconvert filters replaced where a student's text can make them take hours, or stop the page.
 
 Formgrader's pages and nbgrader's feedback are made from each student's notebook by nbconvert,
-and two of its filters take time that grows with the square of a line's length:
+and three of its filters take time that grows with the square of a line's length:
 
 - `strip_files_prefix`, which every markdown cell goes through, rewrites `[caption](files/x)`
   as `[caption](x)` with a regular expression that searches from each `[` of a line to the
   line's end. One markdown line of 100,000 `[` took 44 s to render; a million, over an hour.
 - `highlight_code` colours code with pygments, whose IPython lexer slows the same way on one
   long line: 17 s for a line of 40,000 characters of `...`.
-
 - `markdown2html` colours a fenced block of a markdown cell with whichever of pygments' lexers
   its first word names (the student's choice among hundreds), so the same line of `...` in
   a block marked `ipython3` took as long; and it stops the whole page, for that student's
@@ -20,11 +19,10 @@ its length. `BoundedHighlight` colours a cell only when it has no line over 1,00
 fits in the page's 50,000 coloured characters (the largest released notebook holds 15,000
 characters of code). Within those bounds pygments' Python lexers take about linear time, but
 up to 10 s a page for 100,000 characters of their worst shapes (`a.a.a…` lines); any other
-cell is shown as it is, uncoloured. `BoundedMarkdown` is nbconvert's markdown, whose fenced blocks are coloured
-from the same page budget and only by the Python lexers, whose mermaid blocks are escaped, and
-where a missing attachment is a missing image.
-(Grading itself refuses a notebook whose cells hold more than 1,000,000 characters: see
-`snapshot.read_submission`.)
+cell is shown as it is, uncoloured. `BoundedMarkdown` is nbconvert's markdown, whose fenced
+blocks are coloured from the same page budget and only by the Python lexers, whose mermaid
+blocks are escaped, and where a missing attachment is a missing image. (Grading itself refuses
+a notebook whose cells hold more than 1,000,000 characters: see `snapshot.read_submission`.)
 
 The course's `nbgrader_config.py` names all three (`c.HTMLExporter.filters`, `FILTERS`), so that
 nbgrader's feedback and formgrader use them; `chapter serve` sets them on the feedback it
