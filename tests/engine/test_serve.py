@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -408,8 +409,7 @@ def test_a_refusal_that_cannot_be_released_is_said_and_kept(tmp_path, monkeypatc
     service.enrolled = None                             # a course on one machine: no roster to ask
     (service.inbound / "two").mkdir(parents=True)       # the instructor's own: not a forgery
     service.journals = {ASSIGNMENT: serve.AttemptJournal(tmp_path, ASSIGNMENT)}
-    service.runs = {ASSIGNMENT: serve.GradingRun.__new__(serve.GradingRun)}
-    service.runs[ASSIGNMENT].course = type("Course", (), {"notebooks": {NB: None}})()
+    service.runs = {ASSIGNMENT: SimpleNamespace(course=SimpleNamespace(notebooks={NB: None}))}
     service.journals[ASSIGNMENT].save("maria", [serve.Attempt("one", "2026-03-01 10:00:00.000000 UTC",
                                                               state="graded", score=1.0)])
 
