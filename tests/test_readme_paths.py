@@ -5,6 +5,7 @@
   `--force` and nothing added: the work lands in the exchange as the student the README names,
   and `chapter autograde` grades it although `nbgrader generate_assignment` skipped the
   committed release.
+- The quick start's status block is what `chapter status` prints for the chapters as they are.
 - The course is found from where the instructor stands, not from where `graders` lives.
 - The verdict cache of a copied course is used by the copy.
 - Every autograded notebook says, under its title, what Validate does not check.
@@ -156,6 +157,24 @@ def test_the_readme_paths_work_as_written_from_a_fresh_copy(tmp_path):
 
 
 @pytest.mark.slow
+def test_the_quick_starts_status_is_the_chapters_own():
+    """The status block README's quick start shows is what `chapter status` prints for every chapter
+    of chapters.toml when each item counts (the gate, CI's first step, holds every published
+    chapter to that): levels, states, counts of items, concepts, flashcards and reading."""
+    from graders.course.status import chapter_status, render
+    text = (REPO / "README.md").read_text()
+    after = text.index("followed by each student's feedback page")
+    shown = blocks(text[after:], "")[0].strip()
+    chapters = contract.load_chapters(REPO)
+    assert [c.id for c in chapters if c.state != "published"] == [], "a draft's status depends on its gate"
+    printed = []
+    for chapter in chapters:
+        reports = {nb.split("/")[-1]: gate.ItemReport(nb.split("/")[-1], nb, dict.fromkeys("ABCD", True))
+                   for nb in chapter.notebooks}
+        printed.append(render(chapter_status(REPO, chapter, reports), REPO))
+    assert shown == "\n\n".join(printed)
+
+
 def test_a_release_that_differs_from_source_is_not_registered(tmp_path):
     """`chapter autograde` registers the committed release only when nbgrader, run on source/,
     makes the same release; otherwise it refuses, names the file and records nothing."""
