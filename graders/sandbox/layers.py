@@ -306,7 +306,7 @@ def drop_privileges(uid, layers, strict=False):
 
 
 def apply_limits(limits):
-    """The per-process rlimits: the last layer, under the control group's per-notebook limits."""
+    """The per-process rlimits, under the control group's per-notebook limits (seccomp alone comes after)."""
     vsz = own_vm_size()
     wanted = {
         resource.RLIMIT_AS: vsz + int(limits["memory_bytes"]),

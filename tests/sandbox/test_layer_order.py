@@ -3,6 +3,7 @@
 graders/sandbox/layers.py is loaded by path, as the zygote loads it (through worker.py).
 """
 import os
+from pathlib import Path
 
 import pytest
 
@@ -94,6 +95,20 @@ def test_the_summary_names_come_from_the_list():
         "subreaper sweep", "pid namespace", "control group (memory v2)", "mount namespace", "pivot root",
         "uid 2100000001", "no new privs", "rlimits", "seccomp allowlist"]
     assert layers.in_effect({"uid": 0}) == ["uid 0 (root!)"]
+
+
+def test_the_readme_table_follows_the_lists():
+    """README's isolation table names each layer the summary can name, in the order they are applied."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = text[text.index("| layer | what it does |"):]
+    table = table[:table.index("\n\n")]
+    rows = [line.split("|")[1].strip() for line in table.splitlines()[2:]]
+    seen, labels = set(), []
+    for layer in layers.MONITOR_LAYERS + layers.LAYERS:
+        if layer.label and layer.name not in seen:
+            seen.add(layer.name)
+            labels.append(layer.label)
+    assert rows == labels
 
 
 @pytest.mark.skipif(not namespaces_permitted(), reason="needs namespaces")
