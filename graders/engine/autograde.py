@@ -6,9 +6,11 @@ leave a process behind. Here the two are split:
 
 - The student's cells run in a sandbox (`graders.sandbox.zygote`): a process forked
   from a warm zygote that cannot import `graders`, sees no course files, has no
-  network and runs under rlimits. At each graded test cell it runs the cell's
-  VISIBLE part (hidden tests removed) and sends back that cell's answer keys
-  as plain data (JSON; sympy as srepr text).
+  network and runs under rlimits. At each graded test cell that the course's
+  checks know, it runs the cell's VISIBLE part (hidden tests removed) and sends
+  back that cell's answer keys as plain data (JSON; sympy as srepr text). A test
+  cell no check knows (a plain nbgrader course's asserts) runs whole, hidden
+  tests included, and its outputs are judged as nbgrader judges them.
 - This process, which the student's code never touches, picks the variant
   from the submission's directory name (`variants.variant_for`), grades the
   answers with `Problem.grade`, and records the points in nbgrader's own
@@ -17,12 +19,15 @@ leave a process behind. Here the two are split:
   with nbgrader-style outputs: each graded test cell prints its feedback lines
   and shows its points as its execute_result.
 
-Per-cell semantics follow nbgrader's: cells run in order; a test cell whose
-visible part raises scores 0; locked and test cells are overwritten with the
-instructor's versions (nbgrader's own ClearOutput, DeduplicateIds and
-OverwriteCells preprocessors, fed from a snapshot of the gradebook); missing
-cells are re-added; manually graded cells are left to formgrader. Unlike
-plain nbgrader, output on stderr (a warning) never zeroes a cell.
+Per-cell semantics follow nbgrader's: cells run in order; locked and test cells
+are overwritten with the instructor's versions (nbgrader's own ClearOutput and
+OverwriteCells preprocessors, fed from a snapshot of the gradebook, and
+`sanitize.deduplicate` for repeated cell ids); missing cells are re-added;
+manually graded cells are left to formgrader. Unlike plain nbgrader, a test cell
+the checks know is graded by its answers, each on its own: a visible check that
+raises costs no answer its points, and output on stderr (a warning) never zeroes
+it. A test cell no check knows scores 0 on an error or on output on stderr, as
+under plain nbgrader.
 
 With `--scheduler`, the grading of each submission runs as a task on a Dask
 cluster instead of a local process pool (`graders.engine.cluster`); everything else

@@ -1,6 +1,6 @@
 """The exchange as the instructor's side reads it: every folder a student puts there is hostile input.
 
-Three guards, used by plain `nbgrader collect` (through `CheckedCollect`, named in the
+Four guards, used by plain `nbgrader collect` (through `CheckedCollect`, named in the
 course's `nbgrader_config.py` as `c.ExchangeFactory.collect`), by `chapter serve` and by
 `chapter autograde`:
 

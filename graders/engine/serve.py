@@ -7,8 +7,9 @@ and for each new, complete submission of an assignment it serves:
 1. applies the attempt policy (`c.ChapterServe.*` in nbgrader_config.py): a
    submission past the number of graded attempts, or sooner than the minimum
    interval after the last graded one, is not graded and gets feedback saying so;
-2. collects it as `nbgrader collect` does, one student at a time, through
-   nbgrader's own exchange code (`ExchangeCollect`, restricted to that folder);
+2. collects it as the course's `nbgrader collect` does, one student at a time,
+   restricted to that folder: `exchange.CheckedCollect`, nbgrader's collect with the
+   course's guards (whose folder it is, what may be copied, who is enrolled);
 3. grades it on the warm engine: one zygote for the life of the service, the
    same sandbox, limits and trusted grading as `chapter autograde`, with
    instant feedback (no direction, length or value);

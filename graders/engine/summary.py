@@ -89,15 +89,15 @@ class Report:
 
     def layers_in_effect(self) -> str:
         """Every isolation layer one sandbox had in force, from the monitor's trusted account
-        (namespaces, uid, seccomp, control group, rlimits), and those that were not, in the order of
-        `LAYERS` (graders/sandbox/layers.py)."""
+        (namespaces, uid, seccomp, control group, rlimits), and those that were not, in the order
+        they are applied: `MONITOR_LAYERS`, then `LAYERS` (graders/sandbox/layers.py)."""
         for result in self.results.values():
             for nb in result.notebooks:
                 monitor, sandbox = nb.layers.get("monitor") or {}, nb.layers.get("sandbox") or {}
                 if not monitor and not sandbox:
                     continue
                 layers = {**sandbox, **monitor}   # the monitor's copy wins: it was sent before student code
-                return ", ".join(worker.layers.in_effect(layers))   # named and ordered by LAYERS
+                return ", ".join(worker.layers.in_effect(layers))   # named and ordered by the two lists
         return ""
 
 

@@ -21,7 +21,7 @@ cpu time    cpu.stat usage_usec                            cpuacct.usage
 kill        cgroup.kill                                    freezer: freeze, SIGKILL all, thaw
 ==========  =============================================  ====================================
 
-A group is named ``chapter-sandbox-<zygote pid>-<monitor pid>`` beside the
+A group is named ``chapter-sandbox-<zygote pid>-<monitor pid>``, made inside the
 grader's own group in every hierarchy, so that whoever outlives a dead
 zygote or monitor can find its groups, kill what is in them and remove them.
 """

@@ -3,8 +3,9 @@
 Standard library only, nothing from `graders`; loaded by path (as `_sandbox_layers`) by
 `worker.py`. The order is data: `LAYERS`, each layer with its name and its function, walked by
 `isolate`; the first one that fails stops the run (no student code runs) unless the grader
-asked for a degraded mode. The summary's "isolation in effect" line takes its names from here
-(`SHOWN`).
+asked for a degraded mode. The monitor's own layers, applied before it forks the sandbox, are
+`MONITOR_LAYERS`. The summary's "isolation in effect" line takes its names from both lists
+(`in_effect`, from each layer's `label`), in the order they are applied.
 
 The seccomp allowlist (graders/sandbox/seccomp.py) and the control groups
 (graders/sandbox/cgroups.py) are loaded by file path, as the transport is.
@@ -124,7 +125,8 @@ def probe_isolation(config):
 
 
 def build_root(job, config, uid, layers, strict=False):
-    """A fresh root made of read-only binds, with private /tmp and /work; pivot into it.
+    """A fresh root made of read-only binds, with private /tmp, /dev/shm and working folder
+    (`WORK`); pivot into it.
 
     With `strict`, any part that fails raises (the caller then runs no student code);
     otherwise a part Linux refuses is skipped and recorded in `layers`.

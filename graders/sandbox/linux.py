@@ -2,7 +2,7 @@
 
 Standard library only, and nothing from `graders`: the zygote (`worker.py`, run as
 ``python -I -S``) loads this file by path as `_sandbox_linux`; the trusted side imports it as
-`graders.sandbox.linux` for `identity` alone. The parsing is kept apart from the reading
+`graders.sandbox.linux` too (`identity`, and `prctl` for the grading pool's workers). The parsing is kept apart from the reading
 (`stat_fields`, `vm_size`), so that it can be tested on text without a /proc.
 """
 import ctypes

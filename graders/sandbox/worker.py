@@ -38,8 +38,9 @@ sandbox  PID 1 of its namespace, and the only member of its own control group
          an unprivileged uid leased for the run, with no_new_privs, applies rlimits and a
          seccomp allowlist (graders/sandbox/seccomp.py), and runs the cells in an IPython
          shell. At each graded test cell it runs the cell's visible part and then sends
-         that cell's answers as plain data. It never sees hidden tests, references or
-         the gradebook.
+         that cell's answers as plain data. It never sees references or the gradebook,
+         nor the hidden tests of a cell the course's checks grade (a test cell no check
+         knows, as in a plain nbgrader course, runs whole, as nbgrader runs it).
 
 What leaves the sandbox is data: one JSON object per line, prefixed "S " by
 the monitor; the monitor's own lines are prefixed "M " (graders/sandbox/protocol.py

@@ -2,9 +2,10 @@
 
 The zygote is `worker.py`, started by file path as ``python -I -S``
 with a sys.path of the standard library and site-packages only: it cannot
-import `graders`, and it never sees a hidden test or a reference. `Zygote.run`
-sends it one job (the cells to run, already stripped of hidden tests, and for
-each graded test cell the answer keys to read back) and returns what came out:
+import `graders`, and it never sees a reference. `Zygote.run` sends it one job
+(the cells to run, and for each graded test cell the answer keys to read back;
+a cell the course's checks grade comes stripped of its hidden tests, while a
+test cell no check knows comes whole, as nbgrader would run it) and returns what came out:
 per-cell outputs and answers, as untrusted plain data, plus the monitor's own
 (trusted) account of how the run ended.
 """
@@ -59,7 +60,7 @@ class Limits:
     wall_factor: float = 3.0            # cell and notebook limits count CPU time; the wall clock stops a
                                         # run at this multiple of them (a sleeping or starved notebook)
     file_bytes: int = 64 << 20          # largest file it may write (RLIMIT_FSIZE)
-    tmp_bytes: int = 128 << 20          # size of each private tmpfs (/tmp, /work, /dev/shm)
+    tmp_bytes: int = 128 << 20          # size of each private tmpfs (/tmp, the working folder, /dev/shm)
     output_bytes: int = 16 << 20        # everything it may send back
     line_bytes: int = 8 << 20           # one message
     cell_output_bytes: int = 256 << 10  # text kept from one cell's outputs
