@@ -26,16 +26,17 @@ import sysconfig
 from functools import lru_cache
 from pathlib import Path
 
+from graders.engine import feedback as say
+
 HIDDEN = frozenset({"graders"})       # kept from the sandbox on purpose
 MAX_TEXT = 2000                        # characters of an error's text looked at
 MAX_OUTPUTS = 1000                     # outputs of one cell looked at for its error
 _MISSING = re.compile(r"No module named '([A-Za-z_][A-Za-z0-9_]{0,99})(?:\.[A-Za-z0-9_.]*)?'")
-_OS_ERRORS = {
-    "[Errno 1] Operation not permitted": "a system call the sandbox does not allow (EPERM)",
-    "[Errno 38] Function not implemented": "a system call the sandbox does not allow (ENOSYS)",
-    "[Errno 30] Read-only file system": "a write outside the notebook's folder, which the sandbox keeps "
-                                        "read-only",
-    "out of pty devices": "a pseudo-terminal, which the sandbox does not have",
+_OS_ERRORS = {          # what the error's text says -> the cause, in feedback's words
+    "[Errno 1] Operation not permitted": say.SANDBOX_CAUSES["EPERM"],
+    "[Errno 38] Function not implemented": say.SANDBOX_CAUSES["ENOSYS"],
+    "[Errno 30] Read-only file system": say.SANDBOX_CAUSES["EROFS"],
+    "out of pty devices": say.SANDBOX_CAUSES["pty"],
 }
 
 
@@ -70,9 +71,9 @@ def sandbox_cause(ename, evalue, source_dir: str) -> str | None:
             return None
         module = found.group(1)
         if shipped(module, source_dir):
-            return f"the module {module!r}, which the assignment ships beside the notebook, did not import"
+            return say.module_did_not_import(module, shipped=True)
         if installed(module):
-            return f"the installed module {module!r} did not import"
+            return say.module_did_not_import(module, shipped=False)
         return None
     for said, cause in _OS_ERRORS.items():
         if said in text:

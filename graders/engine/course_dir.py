@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import nbformat
 
+from graders.engine import feedback as say
 from graders.sandbox.zygote import Limits, names_later
 
 
@@ -235,8 +236,7 @@ def fit_files(files: dict, limits: Limits) -> tuple[dict, list[str]]:
         except OSError:
             continue
         if size > FILE_COPY_BYTES or total + size > data_budget(limits):
-            notes.append(f"the submitted file {rel!r} ({size / (1 << 20):.0f} MiB) was too large to give the "
-                         "notebook and was left out")
+            notes.append(say.file_left_out(rel, size))
             continue
         kept[rel] = path
         total += size

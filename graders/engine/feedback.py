@@ -1,7 +1,8 @@
 """What the engine says to a student (and, for NOT GRADED, to the instructor), in one place.
 
-Every sentence a graded notebook, a feedback page or the run's summary shows about how a
-submission was graded is written here, as a constant or a function of what varies, so the
+Every sentence a graded notebook or a feedback page shows about how a submission was graded
+(its cells' feedback, the autograder's notes, chapter serve's refusals), and the reason the run's
+summary gives for a student NOT GRADED, is written here, as a constant or a function of what varies, so the
 wording can be read, and changed, side by side. The mathematics' own feedback (what a check
 found) is each problem's, through `graders.feedback`; these are the engine's sentences around it.
 The wording is the one students and instructors have seen so far (tests look for it).
@@ -14,6 +15,8 @@ import html
 CELL_NOT_GRADABLE = "✗ this cell could not be graded; your instructor has been told"
 ANSWERS_NEVER_RETURNED = "✗ reading your answers took too long (a function or object that does not return)"
 NOT_REACHED = "the notebook did not reach this cell"
+# instant feedback on a failed check: no direction, length or value (graders.giveaway)
+INSTANT_FAIL = "does not match your variant."
 NBGRADER_WAY = ("judged as nbgrader judges it: the cell ran whole, hidden tests included, inside the "
                 "notebook's own process (it has no checks outside the sandbox)")
 
@@ -144,6 +147,97 @@ def broken_feedback(reason: str) -> str:
 def autograder_notes(notes: list) -> str:
     """The markdown cell listing what the grader repaired or noticed in a notebook."""
     return "**Autograder notes:**\n\n" + "\n".join(f"- {n}" for n in notes)
+
+
+# The notes themselves: what grading repaired in a submission, or left out of it, before grading
+# it (graders.engine.sanitize, course_dir.fit_files). Each names a cell by its nbgrader id.
+MALFORMED_CELL_DROPPED = "a malformed cell was dropped"
+MALFORMED_METADATA = "a cell with malformed nbgrader metadata is graded as ordinary code"
+
+
+def some(names: list[str], most: int = 10) -> str:
+    """At most `most` names, and how many more (a hostile notebook may carry thousands)."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def points_restored(name: str) -> str:
+    return f"the points of cell {name!r} had been changed; the original value was restored"
+
+
+def metadata_restored(name: str) -> str:
+    return f"the nbgrader metadata of cell {name!r} had been changed; it was restored"
+
+
+def not_in_assignment(names: list[str]) -> str:
+    if len(names) == 1:
+        return f"the cell {names[0]!r} is not part of this assignment; it runs as ordinary code"
+    return f"the cells {some([repr(name) for name in names])} are not part of this assignment; they run as ordinary code"
+
+
+def cell_put_back(name: str) -> str:
+    return f"the cell {name!r} was missing from the submission; it was put back"
+
+
+def cells_repeated(names: list[str]) -> str:
+    return f"cells appear more than once ({some(names)}); only the last copy of each is graded"
+
+
+def locked_cell_restored(name: str) -> str:
+    return f"the locked cell {name!r} had been edited; the original was restored"
+
+
+def cell_type_restored(name: str) -> str:
+    return f"the type of cell {name!r} had been changed; it was restored"
+
+
+def file_left_out(name: str, size: int) -> str:
+    return f"the submitted file {name!r} ({size / (1 << 20):.0f} MiB) was too large to give the notebook and was left out"
+
+
+# Why a submitted notebook could not be read at all (graders.engine.snapshot): each begins "the "
+NOT_A_FILE = "the submitted notebook is a link or not a regular file"
+NOT_UTF8 = "the notebook is not UTF-8 text"
+NESTED_TOO_DEEPLY = "the notebook's JSON is nested too deeply to be read (the file is damaged)"
+NOT_JSON = "the notebook is not valid JSON (the file is damaged)"
+NOT_A_NOTEBOOKS_SHAPE = "the notebook is JSON but does not have a notebook's shape"
+NO_LIST_OF_CELLS = "the notebook has no list of cells"
+
+
+def too_large(most_bytes: int) -> str:
+    return f"the notebook is larger than {most_bytes >> 20} MB"
+
+
+def too_many_cells(cells: int, most: int) -> str:
+    return f"the notebook has {cells:,} cells, more than the {most:,} a notebook may have"
+
+
+def too_much_text(characters: int, most: int) -> str:
+    return f"the notebook's cells hold {characters:,} characters, more than the {most:,} a notebook may have"
+
+
+def unreadable(ename: str) -> str:
+    return f"the notebook could not be read as an nbgrader notebook ({ename})"
+
+
+# What in the sandbox, not in the student's work, may have caused a cell's error
+# (graders.engine.blame): the cells from there on wait for a person
+SANDBOX_CAUSES = {
+    "EPERM": "a system call the sandbox does not allow (EPERM)",
+    "ENOSYS": "a system call the sandbox does not allow (ENOSYS)",
+    "EROFS": "a write outside the notebook's folder, which the sandbox keeps read-only",
+    "pty": "a pseudo-terminal, which the sandbox does not have",
+}
+
+
+def module_did_not_import(module: str, shipped: bool) -> str:
+    if shipped:
+        return f"the module {module!r}, which the assignment ships beside the notebook, did not import"
+    return f"the installed module {module!r} did not import"
+
+
+def could_not_be_recorded(exc: BaseException) -> str:
+    """The NOT GRADED reason of a student whose grading could not be written to the gradebook."""
+    return f"could not be recorded ({type(exc).__name__}: {exc})"[:300]
 
 
 # ------------------------------------------------------------------ chapter serve's refusals

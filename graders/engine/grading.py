@@ -648,7 +648,7 @@ def instant_lines(problem, result) -> list[str]:
     lines = []
     for key, outcome in result.outcomes.items():
         if outcome.status == FAIL:
-            outcome = Outcome(FAIL, "does not match your variant.")
+            outcome = Outcome(FAIL, say.INSTANT_FAIL)
         lines.append(line(key, outcome, said.get(result.mistakes.get(key)), lead=INSTANT_LEAD))
     return lines
 

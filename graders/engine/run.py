@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from graders.engine import feedback as say
 from graders.engine.course_dir import Course
 from graders.engine.grading import SubmissionResult
 from graders.engine.journal import Journal
@@ -62,7 +63,7 @@ class GradingRun:
                 why = record(gb, self.course, result, self.late)
                 write_autograded(self.course, result)
             except Exception as exc:  # noqa: BLE001 - one student's bad data never stops the class
-                self.report.failed[result.student] = f"could not be recorded ({type(exc).__name__}: {exc})"[:300]
+                self.report.failed[result.student] = say.could_not_be_recorded(exc)
                 return False
             if why:
                 self.report.untimed[result.student] = why

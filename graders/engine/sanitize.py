@@ -7,6 +7,7 @@ import math
 
 import nbformat
 
+from graders.engine import feedback as say
 from graders.engine.course_dir import InstructorNotebook
 from graders.engine.shared import silent_log
 from graders.engine.snapshot import GradebookStandIn
@@ -45,7 +46,7 @@ def normalize(nb) -> list[str]:
     """Make a hostile notebook structurally safe for nbgrader's preprocessors; say what was wrong."""
     notes = []
     if not isinstance(nb.get("cells"), list):
-        raise ValueError("the notebook has no list of cells")
+        raise ValueError(say.NO_LIST_OF_CELLS)
     if not isinstance(nb.get("metadata"), dict):
         nb["metadata"] = nbformat.NotebookNode()
     # Widget state is the student's to write, and a page made from the notebook (formgrader's,
@@ -54,7 +55,7 @@ def normalize(nb) -> list[str]:
     kept = []
     for cell in nb.cells:
         if not isinstance(cell, dict) or cell.get("cell_type") not in ("code", "markdown", "raw"):
-            notes.append("a malformed cell was dropped")
+            notes.append(say.MALFORMED_CELL_DROPPED)
             continue
         if isinstance(cell.get("source"), list):
             cell["source"] = "".join(str(s) for s in cell["source"])
@@ -66,7 +67,7 @@ def normalize(nb) -> list[str]:
         if "nbgrader" in cell.metadata and not (isinstance(meta, dict) and meta.get("grade_id")
                                                 and isinstance(meta.get("grade_id"), str)):
             del cell.metadata["nbgrader"]
-            notes.append("a cell with malformed nbgrader metadata is graded as ordinary code")
+            notes.append(say.MALFORMED_METADATA)
         if cell.cell_type == "code":
             cell.setdefault("outputs", [])
             cell.setdefault("execution_count", None)
@@ -122,23 +123,15 @@ def restore_flags(nb, instructor: InstructorNotebook) -> list[str]:
         changed = any((bool(meta.get(k, False)) if isinstance(v, bool) else meta.get(k)) != v
                       for k, v in want.items() if k not in ("schema_version", "points"))
         if "points" in want and _points(meta.get("points")) != want["points"]:
-            notes.append(f"the points of cell {name!r} had been changed; the original value was restored")
+            notes.append(say.points_restored(name))
         elif changed:
-            notes.append(f"the nbgrader metadata of cell {name!r} had been changed; it was restored")
+            notes.append(say.metadata_restored(name))
         for key in ("grade", "solution", "task", "locked", "points"):
             meta.pop(key, None)
         meta.update(want)
-    if len(unknown) == 1:
-        notes.append(f"the cell {unknown[0]!r} is not part of this assignment; it runs as ordinary code")
-    elif unknown:
-        notes.append(f"the cells {_some([repr(name) for name in unknown])} are not part of this assignment; "
-                     "they run as ordinary code")
+    if unknown:
+        notes.append(say.not_in_assignment(unknown))
     return notes
-
-
-def _some(names: list[str], most: int = 10) -> str:
-    """At most `most` names, and how many more (a hostile notebook may carry thousands)."""
-    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def _points(value) -> float | None:
@@ -176,7 +169,7 @@ def readd_missing(nb, instructor: InstructorNotebook) -> list[str]:
         nb.cells.insert(position, cell)
         present.add(name)
         previous = name
-        notes.append(f"the cell {name!r} was missing from the submission; it was put back")
+        notes.append(say.cell_put_back(name))
     return notes
 
 
@@ -200,7 +193,7 @@ def sanitize(nb, instructor: InstructorNotebook, assignment: str, student: str,
     notes = normalize(nb)
     duplicated = deduplicate(nb)
     if duplicated:
-        notes.append(f"cells appear more than once ({_some(duplicated)}); only the last copy of each is graded")
+        notes.append(say.cells_repeated(duplicated))
     resources = {"nbgrader": {"notebook": instructor.name, "assignment": assignment, "student": student,
                               "db_url": None}, "snapshot": GradebookStandIn(instructor)}
     nb, resources = ClearOutput(log=silent_log).preprocess(nb, resources)
@@ -214,9 +207,9 @@ def sanitize(nb, instructor: InstructorNotebook, assignment: str, student: str,
         if attr == "checksum":
             original = instructor.source(name).source
             if before.get(name) not in (original, strip_hidden(original, begin, end)):
-                notes.append(f"the locked cell {name!r} had been edited; the original was restored")
+                notes.append(say.locked_cell_restored(name))
         elif attr == "cell_type":
-            notes.append(f"the type of cell {name!r} had been changed; it was restored")
+            notes.append(say.cell_type_restored(name))
     notes += readd_missing(nb, instructor)
     check_metadata(nb)
     return nb, unique(notes)

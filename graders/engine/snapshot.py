@@ -7,6 +7,7 @@ from pathlib import Path
 import nbformat
 
 from graders import unicode
+from graders.engine import feedback as say
 from graders.engine.course_dir import InstructorNotebook, MAX_NOTEBOOK_BYTES, MAX_NOTEBOOK_CELLS, MAX_NOTEBOOK_SOURCE
 
 
@@ -42,17 +43,16 @@ class GradebookStandIn:
 
 def read_submission(path: Path):
     if path.is_symlink() or not path.is_file():
-        raise ValueError("the submitted notebook is a link or not a regular file")
+        raise ValueError(say.NOT_A_FILE)
     if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-        raise ValueError(f"the notebook is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
+        raise ValueError(say.too_large(MAX_NOTEBOOK_BYTES))
     text = path.read_bytes().decode("utf-8")
     try:
         # nbformat.reads' own steps, with the cells counted in the parsed JSON, before any is built
         data = nbformat.reader.parse_json(text)
         cells = count_cells(data)
         if cells > MAX_NOTEBOOK_CELLS:
-            raise ValueError(f"the notebook has {cells:,} cells, more than the {MAX_NOTEBOOK_CELLS:,} a "
-                             "notebook may have")
+            raise ValueError(say.too_many_cells(cells, MAX_NOTEBOOK_CELLS))
         major, minor = nbformat.reader.get_version(data)
         if major not in nbformat.versions:
             raise nbformat.NBFormatError(f"unsupported nbformat version {major}")
@@ -60,8 +60,7 @@ def read_submission(path: Path):
         chars = sum(len(c.source) for c in nb.get("cells") or ()
                     if isinstance(c, dict) and isinstance(c.get("source"), str))
         if chars > MAX_NOTEBOOK_SOURCE:
-            raise ValueError(f"the notebook's cells hold {chars:,} characters, more than the {MAX_NOTEBOOK_SOURCE:,} "
-                             "a notebook may have")
+            raise ValueError(say.too_much_text(chars, MAX_NOTEBOOK_SOURCE))
         try:
             nbformat.validate(nb)
         except nbformat.ValidationError as exc:   # as nbformat.reads: said, and read all the same
@@ -72,7 +71,7 @@ def read_submission(path: Path):
     except (AttributeError, TypeError, KeyError, AssertionError, nbformat.NBFormatError, nbformat.ValidationError):
         # JSON, but an array, a string, an unknown nbformat version, no cells (nbformat's validator
         # asserts on a minor version that is not a number)...
-        raise ValueError("the notebook is JSON but does not have a notebook's shape") from None
+        raise ValueError(say.NOT_A_NOTEBOOKS_SHAPE) from None
 
 
 def mended(nb):
@@ -113,12 +112,12 @@ def count_cells(data) -> int:
 
 def why_broken(exc) -> str:
     if isinstance(exc, UnicodeDecodeError):
-        return "the notebook is not UTF-8 text"
+        return say.NOT_UTF8
     if isinstance(exc, RecursionError):
-        return "the notebook's JSON is nested too deeply to be read (the file is damaged)"
+        return say.NESTED_TOO_DEEPLY
     if isinstance(exc, (json.JSONDecodeError,)) or "JSON" in type(exc).__name__ \
             or type(exc).__name__ == "NotJSONError":
-        return "the notebook is not valid JSON (the file is damaged)"
+        return say.NOT_JSON
     if isinstance(exc, ValueError) and str(exc).startswith("the "):
         return str(exc)
-    return f"the notebook could not be read as an nbgrader notebook ({type(exc).__name__})"
+    return say.unreadable(type(exc).__name__)

@@ -8,7 +8,13 @@ from graders.engine import feedback
 
 ENGINE = Path(feedback.__file__).parent
 # marks only a sentence to the student starts with: a check mark, a cross, a cell not graded yet
-MARKS = ("✓", "✗", "? not graded yet", "NOT GRADED ", "**This notebook could not be graded", "**Autograder notes")
+MARKS = ("✓", "✗", "? not graded yet", "NOT GRADED ", "**This notebook could not be graded", "**Autograder notes",
+         # and how the autograder's notes, the reasons a notebook could not be read, and the causes
+         # the sandbox may have of an error begin
+         "the cell", "the points of cell", "the nbgrader metadata", "the locked cell", "the type of cell",
+         "the submitted", "the notebook", "the module", "the installed module", "cells appear", "a malformed",
+         "a cell with malformed", "could not be recorded", "a system call", "a write outside", "a pseudo-terminal",
+         "does not match your variant")
 
 
 def sentences_outside(source: str) -> list[str]:
@@ -48,6 +54,17 @@ def test_the_wording_students_have_seen_is_kept():
                                                          "as `w1.ipynb`, so it was not graded")
     assert feedback.cell_raised(4, "E" * 100) == "cell 4 raised " + "E" * 80
     assert feedback.cell_reason("grading too long", "c1", "30 s") == "grading cell 'c1' took longer than 30 s"
+    assert feedback.not_in_assignment(["x"]) == "the cell 'x' is not part of this assignment; it runs as ordinary code"
+    assert feedback.not_in_assignment([f"c{i}" for i in range(12)]) == (
+        "the cells 'c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', 'c9' and 2 more are not part of this "
+        "assignment; they run as ordinary code")
+    assert feedback.file_left_out("data.bin", 3 << 20) == ("the submitted file 'data.bin' (3 MiB) was too large to "
+                                                          "give the notebook and was left out")
+    assert feedback.too_many_cells(10_001, 10_000) == ("the notebook has 10,001 cells, more than the 10,000 a "
+                                                       "notebook may have")
+    assert feedback.module_did_not_import("helper", shipped=True) == (
+        "the module 'helper', which the assignment ships beside the notebook, did not import")
+    assert feedback.could_not_be_recorded(OSError("disk full")) == "could not be recorded (OSError: disk full)"
 
 
 def test_the_refusal_page_escapes_what_it_is_given():
