@@ -1,7 +1,9 @@
 """nbgrader configuration for the course "II.8 Training at Scale".
 
-Every setting the course relies on is written out here, even where it equals
-nbgrader's default, so that an instructor can read the whole setup in one place.
+Every nbgrader setting the course relies on is written out here, even where it
+equals nbgrader's default, so that an instructor can read the whole setup in one place.
+The engine's own sections (`c.ChapterSandbox`, `c.ChapterServe`) name only what this
+course sets; README.md gives the others and their defaults.
 The course folder is the instructor's alone (solutions, gradebook, submissions,
 feedback): students never enter it. The exchange, which every student writes into,
 is a folder of its own beside it (`<course>-exchange`), or wherever CHAPTER_EXCHANGE

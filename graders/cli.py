@@ -3,7 +3,7 @@
   chapter status [CHAPTER] [--json]   what each chapter has against its contract
   chapter gate [CHAPTER] [--only ID]  prove every item; exit 1 with one line per reason
   chapter check ID                    the gate for one item, with its verdicts
-  chapter publish CHAPTER             gate, then build and mark the chapter published
+  chapter publish CHAPTER             build, gate, then mark the chapter published and render site/
   chapter build [--check]             regenerate (or check) source .ipynb, release/ and solutions/
   chapter site [--out DIR] [--only ID ...]  render solutions/ as a static site (default: site/)
   chapter autograde ASSIGNMENT [--scheduler ADDRESS]   grade every submission, sandboxed
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     p = sub.add_parser("check", help="the gate for one item")
     p.add_argument("item")
     p.set_defaults(func=commands.cmd_check)
-    p = sub.add_parser("publish", help="gate, build and mark a chapter published")
+    p = sub.add_parser("publish", help="build, gate, then mark a chapter published and render site/")
     p.add_argument("chapter")
     p.set_defaults(func=commands.cmd_publish)
     p = sub.add_parser("site", help="render solutions/ as a static site, each variant executed")
@@ -112,7 +112,7 @@ def main(argv=None) -> int:
                                       "students without a final grade listed apart")
     p.add_argument("assignment", help="an assignment, or all")
     p.add_argument("--lms", choices=["canvas", "moodle"], default="canvas")
-    p.add_argument("--ids", metavar="CSV", help="course_id,lms_id,sis_id,section[,name]: the LMS's ids")
+    p.add_argument("--ids", metavar="CSV", help="course_id,lms_id[,sis_id,section,name,sis_login_id]: the LMS's ids")
     p.add_argument("--out", metavar="DIR", help="where to write it (default: exports/ in the course)")
     p.set_defaults(func=commands.cmd_export)
     for command in sub.choices.values():   # every command works on one course: contract.course_root

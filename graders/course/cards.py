@@ -1,7 +1,7 @@
 """Flashcards, reading time and the Anki deck of each chapter, all computed from the content.
 
-- **Cards** are data beside each problem: `graders/problems/<module>.cards.toml` (the module's
-  stem, e.g. `b01_dataset.cards.toml`), a list of `[[card]]` tables with `front`, `back` and
+- **Cards** are data beside each problem: `graders/problems/<assignment>/<module>.cards.toml`
+  (the module's stem, e.g. `basics/b01_dataset.cards.toml`, found by the item's id with `_` for `-`), a list of `[[card]]` tables with `front`, `back` and
   `source`. `item_cards(item)` reads and checks them; a chapter's cards are its items' cards.
 - **Reading time** is the prose a student reads: the words of the markdown cells of each item's
   released notebook (`release/<assignment>/<id>.ipynb`), with formulas, code spans, HTML tags and

@@ -2,7 +2,8 @@
 
 `chapters.toml` says which chapters exist (id, title, maturity, state, and the
 notebooks of each strand); `contracts.toml` says what each maturity level owes.
-Nothing here decides whether an item counts: that is `verify`'s job.
+Nothing here decides whether an item counts: that is the gate's job (`graders.course.gate`,
+which grades each published solution through `verify`).
 """
 from __future__ import annotations
 

@@ -95,8 +95,8 @@ def read_ids(path: Path) -> dict[str, Person]:
     header = [h.strip() for h in (reader.fieldnames or [])]
     missing = [c for c in ("course_id", "lms_id") if c not in header]
     if missing:
-        raise ExportError(f"{path}: the header must name the columns {', '.join(IDS_COLUMNS)} (optionally "
-                          f"name, sis_login_id); missing {', '.join(missing)}")
+        raise ExportError(f"{path}: the header must name the columns course_id and lms_id (and may name "
+                          f"sis_id, section, name, sis_login_id); missing {', '.join(missing)}")
     reader.fieldnames = header
     people: dict[str, Person] = {}
     for number_, row in enumerate(reader, start=2):

@@ -9,8 +9,8 @@ gradebook afterwards.
   The gate and `chapter status` call it, so what counts is what a student's
   submission would get.
 - `autograde_nbgrader` is plain `nbgrader autograde` with the course's
-  configuration (hidden tests in the student's kernel); kept for the benchmark
-  and for the test that both agree on honest submissions.
+  configuration (hidden tests in the student's kernel); kept for the tests that
+  both agree on honest submissions (the benchmarks run the `nbgrader` command itself).
 """
 from __future__ import annotations
 

@@ -48,6 +48,24 @@ def test_the_policy_is_read_from_the_config_and_checked(tmp_path):
         TimePolicy.from_config(load_config(tmp_path))
 
 
+def test_every_sandbox_limit_is_read_from_the_config(tmp_path):
+    """README: any field of Limits may be set as c.ChapterSandbox.<field>; notebook_seconds is 300 s
+    unless set, or three times c.Execute.timeout when that is more."""
+    from graders.engine.course_dir import limits_from
+    config = tmp_path / "nbgrader_config.py"
+    config.write_text("c = get_config()\nc.Execute.timeout = 60\n")
+    assert limits_from(load_config(tmp_path)) == Limits()
+    config.write_text("c = get_config()\nc.Execute.timeout = 200\n")
+    limits = limits_from(load_config(tmp_path))
+    assert (limits.cell_seconds, limits.notebook_seconds) == (200.0, 600.0)
+    config.write_text("c = get_config()\nc.Execute.timeout = 200\nc.ChapterSandbox.notebook_seconds = 100\n"
+                      "c.ChapterSandbox.tmp_bytes = 512 << 20\nc.ChapterSandbox.processes = 8\n")
+    limits = limits_from(load_config(tmp_path))
+    assert (limits.notebook_seconds, limits.tmp_bytes, limits.processes) == (100.0, 512 << 20, 8)
+    assert isinstance(limits.notebook_seconds, float) and isinstance(limits.processes, int)
+    assert limits_from(load_config(tmp_path), processes=4).processes == 4     # a command's own flag wins
+
+
 def test_a_measurement_counts_only_for_the_source_it_was_taken_from(tmp_path):
     source = tmp_path / "source" / ASSIGNMENT / f"{NB}.ipynb"
     source.parent.mkdir(parents=True)

@@ -1,15 +1,17 @@
 """`chapter report ASSIGNMENT`: what the class got wrong, after grading.
 
 
-The package is in three rooms: `data.py` reads the gradebook and the engine's per-check
+The package is in four rooms: `data.py` reads the gradebook and the engine's per-check
 verdicts (rows by column name); `stats.py` computes the tables, the variant fairness
-test and the item statistics; `render.py` draws the figures and writes the page, the
-text and the CSV files. `build_report` runs the three in order.
+test and the item statistics; `lateness.py` reads the deadlines part; `render.py` draws
+the figures and writes the page, the text and the CSV files. `build_report` runs them in
+that order.
 
-It reads two things from the gradebook's own database, and nothing else:
-nbgrader's grades (each cell's score, the manual score where formgrader has
-given one) and the engine's evidence (`graders.evidence`: each check's verdict,
-the declared mistake it matched, the variant, the technical zeros). From them it
+It reads the gradebook's own database: nbgrader's grades (each cell's score, the manual
+score where formgrader has given one), the engine's evidence (`graders.evidence`: each
+check's verdict, the declared mistake it matched, the variant, the technical zeros) and
+the due dates, submission times, extensions and late penalties. Beside it, it reads the
+course's deadlines.toml and its set-aside ledger (`.chapter/set-aside/`). From them it
 writes, in `reports/<assignment>/` of the course:
 
 - `report.html`, one self-contained page (figures are matplotlib PNGs embedded as
@@ -18,7 +20,8 @@ writes, in `reports/<assignment>/` of the course:
   students made them (with each one's feedback line), the per-variant means with
   their intervals and the fairness flag, the technical zeros and the manual cells;
 - `checks.csv`, `mistakes.csv` and `items.csv`: the per-check, per-mistake and item
-  statistics tables, exactly as the page shows them;
+  statistics tables, exactly as the page shows them, and `deadlines.csv` when the
+  gradebook or deadlines.toml gives a due date (or deadlines.toml cannot be read);
 and it prints the same tables as plain text.
 
 Definitions (stated on the page too):
@@ -27,7 +30,7 @@ Definitions (stated on the page too):
   run (cell not reached, notebook missing or broken) is counted as "not checked";
 - a mistake is counted once per student, however many checks it matched;
 - the interval of a variant's mean is a 95% percentile bootstrap interval (4000
-  resamples of that variant's students, seeded from the item's name);
+  resamples of that variant's students, seeded from the assignment's and the item's names);
 - a variant is flagged as possibly unfair by a step-down test: among the variants not
   yet flagged (at least three), the one whose mean is furthest from the pooled mean of
   the others' students is flagged when the percentile bootstrap interval of that
