@@ -50,33 +50,29 @@ A counts the floating-point values saved for backward. Dropout masks are saved t
 from __future__ import annotations
 
 import math
-import struct
-
-import numpy as np
 
 from graders.numeric import Number, Numbers
 from graders.problem import Mistake, Problem
+from graders.problems.common import formats
+from graders.problems.common.formats import cast, format_limits
 from graders.units import byte_unit_slips
 
-FP16 = {"max": 65504.0, "min_normal": 2.0 ** -14, "min_subnormal": 2.0 ** -24}
-BF16 = {"max": (2 - 2.0 ** -7) * 2.0 ** 127, "min_normal": 2.0 ** -126, "min_subnormal": 2.0 ** -133}
+FP16 = dict(zip(("max", "min_normal", "min_subnormal"), format_limits("float16")))
+BF16 = dict(zip(("max", "min_normal", "min_subnormal"), format_limits("bfloat16")))
 
 
 def to_float32(x: float) -> float:
-    return struct.unpack("<f", struct.pack("<f", float(x)))[0]
+    return formats.to_float32(float(x))
 
 
 def cast_fp16(x: float) -> float:
     """torch.tensor([x]).to(torch.float16): float32, then round to nearest even."""
-    with np.errstate(over="ignore"):
-        return float(np.float16(np.float32(x)))
+    return cast(x, "float16")
 
 
 def cast_bf16(x: float) -> float:
-    """torch.tensor([x]).to(torch.bfloat16): float32 bits rounded to the top 16, ties to even."""
-    bits = struct.unpack("<I", struct.pack("<f", float(x)))[0]
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return struct.unpack("<f", struct.pack("<I", bits))[0]
+    """torch.tensor([x]).to(torch.bfloat16): float32, then round to nearest even."""
+    return cast(x, "bfloat16")
 
 
 def survivors(values, caster) -> list[int]:

@@ -57,8 +57,12 @@ def format_limits(dtype):
 
 
 def to_float32(x: float) -> float:
-    """Round a Python float to float32 (round to nearest even), as torch.tensor(...) does."""
-    return struct.unpack("<f", struct.pack("<f", x))[0]
+    """Round a Python float to float32 (round to nearest even), as torch.tensor(...) does: a value
+    that rounds past float32's largest finite one is an infinity (struct refuses to pack it)."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
 
 
 def cast(x: float, dtype: str) -> float:
@@ -72,7 +76,8 @@ def cast(x: float, dtype: str) -> float:
         return x if has_inf else math.copysign(largest, x)
     exponent = max(math.frexp(abs(x))[1] - 1, round(math.log2(min_normal)))
     quantum = math.ldexp(1.0, exponent - frac_bits)
-    rounded = round(x / quantum) * quantum          # round() on a float ties to even
+    # round() on a float ties to even; a value that rounds to zero keeps its sign, as torch's does
+    rounded = math.copysign(round(x / quantum) * quantum, x)
     if abs(rounded) > largest:
         return math.copysign(math.inf if has_inf else largest, x)
     return rounded

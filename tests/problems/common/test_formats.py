@@ -37,6 +37,19 @@ def test_cast_is_torchs_near_every_fp8_edge(dtype):
     assert [cast(v, dtype) for v in values] == expected
 
 
+@pytest.mark.parametrize("dtype", sorted(FORMATS))
+def test_cast_is_torchs_bit_for_bit_from_zero_past_float32(dtype):
+    """Every value torch.tensor([x]).to(dtype) holds, its sign included (a negative value that
+    rounds to zero is -0.0), and values past float32's range, which torch.tensor makes infinite."""
+    import random
+    rng = random.Random(8)
+    values = [0.0, -0.0, math.inf, -math.inf, 3.4028235e38, 3.40282357e38, 1e39, -1e39, 1e300, -1e-300]
+    values += [rng.choice((-1, 1)) * rng.random() * 2.0 ** rng.uniform(-160, 130) for _ in range(20_000)]
+    expected = torch.tensor(values).to(getattr(torch, dtype)).double().tolist()
+    got = [cast(v, dtype) for v in values]
+    assert [(g, math.copysign(1, g)) for g in got] == [(e, math.copysign(1, e)) for e in expected]
+
+
 @pytest.mark.parametrize("notebook", PRECISION_NOTEBOOKS)
 def test_every_fp8_row_a_precision_notebook_prints_is_the_papers(notebook):
     """Each markdown table row naming E4M3 or E5M2 shows that format's printed limits, and no other's."""
