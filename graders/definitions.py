@@ -1,7 +1,9 @@
 """Definitions the chapter states in several notebooks, in one place and in the same words.
 
 b10-checkpoint, e06-checkpointing and p6-resume-bit-for-bit each print CHECKPOINT verbatim
-(as markdown), and their graders count bytes by it; tests/problems/test_checkpoint_definition.py
+(as markdown). b10's and e06's graders count bytes by the constants below; p6's counts the
+bytes of its own small model's saved state by the same rule (fp32 weights and Adam's two
+moments, with the step counts and the RNG state). tests/problems/test_checkpoint_definition.py
 holds the three to it.
 """
 

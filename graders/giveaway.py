@@ -13,7 +13,8 @@ The feedback policy
 - **Flashcards** are read before and while students work: no card holds a reference value of its
   item in any usual printed form, nor an expression equal to one of its symbolic keys.
 - **An item's prose** (the markdown and the given code of its released notebook) does not state
-  an expression its checks grade.
+  an expression its checks grade, except a worked problem's: it derives its expressions in the
+  open on a worked example, and the student then does their own variant.
 
 The words an instant text may not use are kept here, in REFUSED_WORDS, and nowhere else.
 `chapter gate` refuses an item whose texts break any of these rules (`gate.giveaway_reasons`).

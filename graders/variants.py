@@ -18,7 +18,7 @@ def variant_for(student_id: str, assignment_id: str) -> str:
 def student_for(label: str, assignment_id: str, prefix: str = "student") -> str:
     """The first id of the form `{prefix}-{label}-{i}` that is given `label`.
 
-    The gate and the demo use it to grade "as a student of variant X".
+    The gate and the solutions site use it to grade, or to run, "as a student of variant X".
     """
     if label not in LABELS:
         raise ValueError(f"unknown variant {label!r}; expected one of {LABELS}")
