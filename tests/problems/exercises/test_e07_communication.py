@@ -110,6 +110,45 @@ def test_every_variant_could_run(label):
     assert q["microbatches"] >= q["stages"]      # every stage has work in the steady state
 
 
+# Each variant's model as its sources print it: (layers, width h, heads a, key-value heads, SwiGLU
+# width f or None for a GPT's 4h GeLU MLP, sequence length s).
+# - A, "a 13B GPT": GPT-3 13B, Brown et al. 2020, Table 2.1 (40 layers, d_model 5140, 40 heads),
+#   with GPT-3's context of 2048 tokens.
+# - B, Llama 2 7B: Touvron et al. 2023, Table 1 (4k context) on Llama 1's 7B shape (32 layers,
+#   4096 wide, 32 heads), with the released model's SwiGLU width 11008.
+# - C, "a 70B model", taken as Llama 2 70B's shape (80 layers, 8192 wide, 64 heads sharing 8
+#   key-value heads (grouped-query attention, section 2.2), SwiGLU 28672, 4k).
+# - D, GPT-3 175B: Table 2.1 (96 layers, 12288 wide, 96 heads), context 2048.
+MODELS = {"A": (40, 5140, 40, 40, None, 2048), "B": (32, 4096, 32, 32, 11008, 4096),
+          "C": (80, 8192, 64, 8, 28672, 4096), "D": (96, 12288, 96, 96, None, 2048)}
+
+
+def layer_activation_bytes(h, a, f, s):
+    """What backward keeps of one layer for one sequence, 16-bit. A GPT (dropout, materialised
+    attention scores): Korthikanti et al. 2022, eq. 1, sh(34 + 5as/h). A Llama layer (no dropout,
+    flash attention): 2s(8h + 4f), as b09-mixed-precision counts it (with grouped-query attention
+    its K and V are smaller, so this is an upper bound)."""
+    return s * h * (34 + 5 * a * s / h) if f is None else 2 * s * (8 * h + 4 * f)
+
+
+@pytest.mark.parametrize("label", "ABCD")
+def test_every_variants_activations_fit_beside_its_model_states(label):
+    """The notebook leaves 20% of the device for activations. Under GPipe's own schedule (Huang et
+    al. 2019, section 2.3: re-materialisation keeps only each micro-batch's activations at the
+    stage's boundary, 2sh bytes, and recomputes the stage's forward during its backward), a stage
+    holds every micro-batch's boundary and one micro-batch's layers: with micro-batches of one
+    sequence, that fits beside plain data parallelism's model states in the device's memory."""
+    q, system = PROBLEM.variants[label], SYSTEMS[label]
+    layers, h, a, kv, f, s = MODELS[label]
+    assert layers % q["stages"] == 0
+    per_stage = layers // q["stages"]
+    attention = 2 * h * h + 2 * h * (h * kv // a)                 # Q and O, then K and V
+    shape_params = layers * (attention + (8 * h * h if f is None else 3 * h * f))
+    assert q["N"] * q["stages"] == pytest.approx(shape_params, rel=0.08)          # the model is the one named
+    activations = q["microbatches"] * 2 * s * h + per_stage * layer_activation_bytes(h, a, f, s)
+    assert plain_dp_state_bytes(q) + activations <= system["device_memory_bytes"]
+
+
 def test_notebook_systems_match_problem():
     """The notebook's SYSTEMS literal (what each variant runs on) is the problem's, exactly."""
     tree = ast.parse(NOTEBOOK.read_text())
