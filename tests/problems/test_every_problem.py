@@ -309,3 +309,18 @@ def test_e09_and_p7_write_the_chinchilla_coefficients_apart_from_the_batch_size(
         assert "\\frac{B_D}{D^{\\beta}}" in text and "\\frac{A_N}{N^{\\alpha}}" in text
         assert "\\frac{B}{D^{\\beta}}" not in text and "\\frac{A}{N^{\\alpha}}" not in text
     assert set(problems.get("e09-chinchilla").variants["A"]) >= {"A", "B"}
+
+
+@pytest.mark.parametrize("pid", IDS)
+def test_every_hidden_test_is_in_a_cell_the_checks_grade(pid):
+    """`chapter autograde` sends a test cell whole into the sandbox, hidden tests and all, only when
+    no check grades it (a plain nbgrader course's asserts): in this course none is so sent."""
+    import nbformat
+
+    from tests.conftest import REPO
+    P = problems.get(pid)
+    nb = nbformat.read(REPO / "source" / P.assignment / f"{P.id}.ipynb", as_version=4)
+    hidden = [cell.metadata["nbgrader"]["grade_id"] for cell in nb.cells
+              if cell.cell_type == "code" and "BEGIN HIDDEN TESTS" in cell.source]
+    assert hidden, "no hidden tests"
+    assert [name for name in hidden if not P.cells.get(name)] == []
