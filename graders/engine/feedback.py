@@ -2,10 +2,11 @@
 
 Every sentence a graded notebook or a feedback page shows about how a submission was graded
 (its cells' feedback, the autograder's notes, chapter serve's refusals), and the reason the run's
-summary gives for a student NOT GRADED, is written here, as a constant or a function of what varies, so the
-wording can be read, and changed, side by side. The mathematics' own feedback (what a check
-found) is each problem's, through `graders.feedback`; these are the engine's sentences around it.
-The wording is the one students and instructors have seen so far (tests look for it).
+summary gives for a student NOT GRADED, is written here, as a constant or a function of what
+varies, so the wording can be read, and changed, side by side. The mathematics' own feedback
+(what a check found) is each problem's, through `graders.feedback`; these are the engine's
+sentences around it. The wording is the one students and instructors have seen so far (tests
+look for it).
 """
 from __future__ import annotations
 
@@ -171,7 +172,8 @@ def metadata_restored(name: str) -> str:
 def not_in_assignment(names: list[str]) -> str:
     if len(names) == 1:
         return f"the cell {names[0]!r} is not part of this assignment; it runs as ordinary code"
-    return f"the cells {some([repr(name) for name in names])} are not part of this assignment; they run as ordinary code"
+    return (f"the cells {some([repr(name) for name in names])} are not part of this assignment; "
+            "they run as ordinary code")
 
 
 def cell_put_back(name: str) -> str:
@@ -191,7 +193,8 @@ def cell_type_restored(name: str) -> str:
 
 
 def file_left_out(name: str, size: int) -> str:
-    return f"the submitted file {name!r} ({size / (1 << 20):.0f} MiB) was too large to give the notebook and was left out"
+    return (f"the submitted file {name!r} ({size / (1 << 20):.0f} MiB) was too large to give the notebook "
+            "and was left out")
 
 
 # Why a submitted notebook could not be read at all (graders.engine.snapshot): each begins "the "
