@@ -43,7 +43,7 @@ from pathlib import Path
 from nbgrader.exchange.default.collect import ExchangeCollect
 from traitlets import Bool
 
-from graders.engine.shared import atomic_write
+from graders.engine.shared import atomic_write, some
 from graders.unicode import shown_name
 from graders.engine.times import naive_utc, read_timestamp, submission_time
 
@@ -255,7 +255,7 @@ def close_folder(path, mode: int = 0o700) -> bool:
         others = others_reaching(path)
         if others and str(path) not in _warned:
             _warned.add(str(path))
-            print(f"WARNING: {path} is open to other accounts of this machine ({_named(others)}) and this "
+            print(f"WARNING: {path} is open to other accounts of this machine ({some(others, most=3)}) and this "
                   f"account cannot close it ({exc.strerror}); its owner or root can: chmod {mode:o} {path}",
                   file=sys.stderr, flush=True)
         return False
@@ -367,17 +367,13 @@ def others_reaching(path) -> list[str]:
     return other_accounts(info.st_uid, os.geteuid())
 
 
-def _named(accounts: list[str]) -> str:
-    return ", ".join(accounts[:3]) + (f" and {len(accounts) - 3} more" if len(accounts) > 3 else "")
-
-
 def open_to_others(root: Path) -> str:
     """Why other accounts can read the course folder ("" when they cannot, or there are none)."""
     root = Path(root).resolve()
     others = others_reaching(root)
     if not others:
         return ""
-    return (f"the course folder {root} is open to the other accounts of this machine ({_named(others)}): they "
+    return (f"the course folder {root} is open to the other accounts of this machine ({some(others, most=3)}): they "
             f"can read its solutions (source/) and anything not yet closed. Close it: chmod 700 {root}")
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import html
 
+from graders.engine.shared import some
+
 # ------------------------------------------------------------------ a test cell's lines
 CELL_NOT_GRADABLE = "✗ this cell could not be graded; your instructor has been told"
 ANSWERS_NEVER_RETURNED = "✗ reading your answers took too long (a function or object that does not return)"
@@ -154,11 +156,6 @@ def autograder_notes(notes: list) -> str:
 # it (graders.engine.sanitize, course_dir.fit_files). Each names a cell by its nbgrader id.
 MALFORMED_CELL_DROPPED = "a malformed cell was dropped"
 MALFORMED_METADATA = "a cell with malformed nbgrader metadata is graded as ordinary code"
-
-
-def some(names: list[str], most: int = 10) -> str:
-    """At most `most` names, and how many more (a hostile notebook may carry thousands)."""
-    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def points_restored(name: str) -> str:

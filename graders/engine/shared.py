@@ -1,5 +1,5 @@
 """Small things several engine modules need: a silent log for nbgrader's apps, a file written
-whole or not at all, and nbgrader's walk of a folder's files."""
+whole or not at all, nbgrader's walk of a folder's files, and a list of names cut short."""
 from __future__ import annotations
 
 import glob
@@ -22,6 +22,11 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
     if mode is not None:
         os.chmod(tmp, mode)
     os.replace(tmp, path)
+
+
+def some(names: list[str], most: int = 10) -> str:
+    """At most `most` names, and how many more (a hostile notebook, or a machine, may hold thousands)."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def find_all_files(path: str, exclude: list[str]) -> list[str]:
