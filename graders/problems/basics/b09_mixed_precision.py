@@ -53,16 +53,11 @@ import math
 
 from graders.numeric import Number, Numbers
 from graders.problem import Mistake, Problem
-from graders.problems.common import formats
-from graders.problems.common.formats import cast, format_limits
+from graders.problems.common.formats import cast, format_limits, to_float32
 from graders.units import byte_unit_slips
 
 FP16 = dict(zip(("max", "min_normal", "min_subnormal"), format_limits("float16")))
 BF16 = dict(zip(("max", "min_normal", "min_subnormal"), format_limits("bfloat16")))
-
-
-def to_float32(x: float) -> float:
-    return formats.to_float32(float(x))
 
 
 def cast_fp16(x: float) -> float:
