@@ -8,6 +8,7 @@ import sympy
 
 from graders import hardware, problems
 from graders.problems.exercises.e07_communication import SYSTEMS, plain_dp_state_bytes
+from graders.problems.worked.w4_activations import per_layer
 
 PROBLEM = problems.get("e07-communication")
 NOTEBOOK = pathlib.Path(__file__).resolve().parents[3] / "source" / "exercises" / "e07-communication.pct.py"
@@ -125,10 +126,10 @@ MODELS = {"A": (40, 5140, 40, 40, None, 2048), "B": (32, 4096, 32, 32, 11008, 40
 
 def layer_activation_bytes(h, a, f, s):
     """What backward keeps of one layer for one sequence, 16-bit. A GPT (dropout, materialised
-    attention scores): Korthikanti et al. 2022, eq. 1, sh(34 + 5as/h). A Llama layer (no dropout,
-    flash attention): 2s(8h + 4f), as b09-mixed-precision counts it (with grouped-query attention
-    its K and V are smaller, so this is an upper bound)."""
-    return s * h * (34 + 5 * a * s / h) if f is None else 2 * s * (8 * h + 4 * f)
+    attention scores): Korthikanti et al. 2022, eq. 1, as w4-activations counts it. A Llama layer
+    (no dropout, flash attention): 2s(8h + 4f), as b09-mixed-precision counts it (with
+    grouped-query attention its K and V are smaller, so this is an upper bound)."""
+    return per_layer(s, 1, h, a, "none") if f is None else 2 * s * (8 * h + 4 * f)
 
 
 @pytest.mark.parametrize("label", "ABCD")
@@ -145,7 +146,8 @@ def test_every_variants_activations_fit_beside_its_model_states(label):
     attention = 2 * h * h + 2 * h * (h * kv // a)                 # Q and O, then K and V
     shape_params = layers * (attention + (8 * h * h if f is None else 3 * h * f))
     assert q["N"] * q["stages"] == pytest.approx(shape_params, rel=0.08)          # the model is the one named
-    activations = q["microbatches"] * 2 * s * h + per_stage * layer_activation_bytes(h, a, f, s)
+    boundary = per_layer(s, 1, h, a, "full")                      # one 16-bit copy of the stage's input
+    activations = q["microbatches"] * boundary + per_stage * layer_activation_bytes(h, a, f, s)
     assert plain_dp_state_bytes(q) + activations <= system["device_memory_bytes"]
 
 
