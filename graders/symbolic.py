@@ -258,6 +258,7 @@ def _decide(ref_text: str, ans_text: str, rtol: float, ranges: dict):
     symbols = sorted(ref.free_symbols | ans.free_symbols, key=lambda s: s.name)
     rng = random.Random(20260)
     inexact = bool(ref.atoms(sympy.Float) or ans.atoms(sympy.Float))
+    positive = True   # the reference is a positive real at every sampled point
     for _ in range(SAMPLE_POINTS):
         point = {sym: _sample(rng, ranges.get(sym.name)) for sym in symbols}
         r = complex(ref.evalf(DIGITS, subs=point))
@@ -265,12 +266,19 @@ def _decide(ref_text: str, ans_text: str, rtol: float, ranges: dict):
         tol = (rtol if inexact else 1e-20) * max(abs(r), 1e-300)
         if not abs(r - a) <= max(tol, 1e-25 if not inexact else 0.0):
             return "different", "sampling"
+        positive = positive and r.imag == 0 and r.real > 0
     if inexact:
         return "equal", "sampling within tolerance"
     difference = ref - ans
-    for step in (sympy.expand, sympy.cancel, sympy.simplify, _simplify_powers):
-        if step(difference) == 0:
-            return "equal", step.__name__
+    steps = [("expand", lambda: sympy.expand(difference)), ("cancel", lambda: sympy.cancel(difference))]
+    if positive:   # a quotient of two positive quantities, and its logarithm, are defined
+        steps.append(("quotient", lambda: _simplify_quotient(ref, ans) - 1))
+    steps += [("simplify", lambda: sympy.simplify(difference)), ("powers", lambda: _simplify_powers(difference))]
+    if positive:
+        steps.append(("logarithms", lambda: _simplify_logs(ref, ans)))
+    for name, step in steps:
+        if step() == 0:
+            return "equal", name
     return "undecided", "sampling agreed but no proof"
 
 
@@ -278,6 +286,18 @@ def _simplify_powers(expr):
     # Combine powers and logs as if every base were positive. Sampling has already
     # shown agreement where the symbols are meaningful, so this only finishes the proof.
     return sympy.simplify(sympy.powdenest(expr, force=True))
+
+
+def _simplify_quotient(ref, ans):
+    # A product of powers (a scaling law, an optimum C^a/C^b) whose difference sympy cannot
+    # cancel is often one whose quotient collapses to 1 once powers of products are split.
+    quotient = sympy.expand_power_base(ref / ans, force=True)
+    return sympy.simplify(sympy.powsimp(sympy.powdenest(quotient, force=True), force=True))
+
+
+def _simplify_logs(ref, ans):
+    # The same answer written through exp and log: equal positive quantities have equal logarithms.
+    return sympy.simplify(sympy.expand_log(sympy.log(ref) - sympy.log(ans), force=True))
 
 
 def _sample(rng: random.Random, interval) -> sympy.Rational:

@@ -106,3 +106,18 @@ def test_confined_symbols_are_sampled_where_they_mean_something():
     confined = Expr(symbols=("eta", "lambda", "t"), ranges=(("eta", (1e-5, 1e-2)), ("lambda", (0.0, 0.3))))
     assert confined.judge(reference, rewritten).status == PASS   # proved, not only sampled
     assert confined.judge(reference, (1 - s["eta"] * s["lambda"]) ** (s["t"] + 1)).status == FAIL
+
+
+def test_a_scaling_law_written_through_its_own_optimum_is_proved_equal():
+    # Hoffmann's D_opt/N_opt, as tds-w2's reference writes it, and as students write it from
+    # N_opt·D_opt = C/6: the difference never cancels, but the quotient and the logarithms do
+    s = symbols_for(("C", "alpha", "beta", "A_N", "B_D"))
+    C, al, be, A, B = (s[k] for k in ("C", "alpha", "beta", "A_N", "B_D"))
+    G = (al * A / (be * B)) ** (1 / (al + be))
+    n_opt, d_opt = G * (C / 6) ** (be / (al + be)), (C / 6) ** (al / (al + be)) / G
+    check = Expr(symbols=("C", "alpha", "beta", "A_N", "B_D"))
+    forms = [(C / 6) / n_opt**2, C / (6 * n_opt * n_opt),
+             sympy.exp((2 * sympy.log(be * B / (al * A)) + (al - be) * sympy.log(C / 6)) / (al + be))]
+    for form in forms:
+        assert check.judge(d_opt / n_opt, form).status == PASS, form
+    assert check.judge(d_opt / n_opt, (C / 6) / n_opt).status == FAIL
