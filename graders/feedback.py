@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 PASS, FAIL, INVALID, UNDECIDED = "pass", "fail", "invalid", "undecided"
+# an answer neither proved equal to the reference nor refuted: it scores nothing here, and the
+# engine leaves its cell for a person (formgrader) rather than record a 0
+UNDECIDED_REASON = "could not be decided in time; simplify the expression and try again."
 _MARK = {PASS: "✓", FAIL: "✗", INVALID: "✗", UNDECIDED: "?"}
 
 

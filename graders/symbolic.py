@@ -337,7 +337,7 @@ class Expr:
         raise ExpressionError(f"is a {type(ans).__name__}, not a sympy expression")
 
     def judge(self, ref, ans):
-        from graders.feedback import FAIL, INVALID, PASS, UNDECIDED, Outcome
+        from graders.feedback import FAIL, INVALID, PASS, UNDECIDED, UNDECIDED_REASON, Outcome
         try:
             expr = self.read(ans)
         except ExpressionError as exc:
@@ -348,5 +348,4 @@ class Expr:
             return Outcome(PASS)
         if result.verdict == "different":
             return Outcome(FAIL, "is not equal to the expression for your variant.")
-        return Outcome(UNDECIDED, "could not be decided in time (scored 0); "
-                                  "simplify the expression and try again.")
+        return Outcome(UNDECIDED, UNDECIDED_REASON)

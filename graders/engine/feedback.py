@@ -55,6 +55,17 @@ def judged_inside(score: float, points: float) -> str:
     return f"{mark} {score:g} of {points:g} points in this cell, {NBGRADER_WAY}"
 
 
+def cell_waits(variant: str, points: float) -> str:
+    """The first line of a test cell left for a person: no score is given yet."""
+    return f"Variant {variant}: not graded yet; your instructor will grade the {points:g} points of this cell"
+
+
+def undecided_waits(keys) -> str:
+    """A cell holding an answer the grader could neither prove equal to the reference nor refute."""
+    return (f"? not graded yet: the grader could not decide {some(list(keys))} either way, "
+            "so this cell is not scored 0; your instructor will grade it")
+
+
 def not_graded_yet(cell: int, why: str) -> str:
     """A cell that may have lost its points to the sandbox: a person grades it (graders.engine.blame)."""
     return (f"? not graded yet: cell {cell} failed in the grading sandbox ({why}), which a Jupyter kernel "
@@ -71,6 +82,11 @@ def grader_failed(step: str, exc: BaseException) -> str:
 
 def waits_for_a_person(cell: int, why: str) -> str:
     return f"cell {cell}: {why}; its test cells from there wait in formgrader"
+
+
+def undecided_for_a_person(cell_name: str, keys) -> str:
+    return (f"{cell_name}: {some(list(keys))} neither proved equal to the reference nor refuted "
+            "in the grader's time; the cell waits in formgrader")
 
 
 def cell_interrupted(cell: int) -> str:

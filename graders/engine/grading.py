@@ -385,10 +385,10 @@ def grade_cells(course, instructor, nb, student, run, meta, out: NotebookResult,
         if isinstance(judgement, Pending):
             judgement = finish_test_cell(judgement, problem, params, variant, out, instant=instant)
         score, lines = judgement
-        if fault and index >= fault[0] and score < float(tests[index]["points"]):
+        if fault and index >= fault[0] and score is not None and score < float(tests[index]["points"]):
             # it may have lost its points to the sandbox, not to the student: a person decides
             score, lines = None, lines + [say.not_graded_yet(fault[0] + 1, fault[1])]
-            out.flags = [say.waits_for_a_person(fault[0] + 1, fault[1])]
+            out.flags = unique(out.flags + [say.waits_for_a_person(fault[0] + 1, fault[1])])
             out.checks.pop(name, None)    # no evidence of a mistake for the class report
         out.grades[name] = score
         out.feedback += lines
@@ -498,7 +498,8 @@ def prepare_test_cell(test, message, problem, params, variant, stopped, out: Not
 
 def finish_test_cell(pending: Pending, problem, params, variant, out: NotebookResult, instant: bool = False):
     """(points, feedback lines) of a Pending cell: its result from the shared child if it has one,
-    else `problem.grade` in a bounded child of its own."""
+    else `problem.grade` in a bounded child of its own. A cell holding an answer the grader could
+    not decide gets no points (None) and is flagged: it waits for a person in formgrader."""
     test, keys = pending.test, pending.test["keys"]
     points, name = float(test["points"]), test["name"]
     result = pending.result
@@ -515,6 +516,12 @@ def finish_test_cell(pending: Pending, problem, params, variant, out: NotebookRe
     verdicts = result["checks"]   # plain data from the bounded child; kept in the gradebook as evidence
     out.checks[name] = check_verdicts({k: v["status"] for k, v in verdicts.items()},
                                       {k: v["mistake"] for k, v in verdicts.items()}, keys)
+    undecided = [k for k in keys if verdicts.get(k, {}).get("status") == "undecided"]
+    if undecided:
+        # neither proved right nor shown wrong: not a 0, a person decides (formgrader)
+        out.flags.append(say.undecided_for_a_person(name, undecided))
+        return None, ([say.cell_waits(variant, points)] + pending.raised + result["feedback"]
+                      + [say.undecided_waits(undecided)])
     score = max(0.0, min(float(result["score"]), points, float(result["max_score"])))
     lines = [say.cell_score(variant, score, points)] + pending.raised + result["feedback"]
     return score, lines

@@ -57,7 +57,8 @@ class Report:
                    for nb in result.notebooks if nb.flags]
         if flagged:
             lines.append(f"FLAGGED for a person ({len(flagged)}): an error the sandbox may have caused, not the "
-                         "student; those test cells are left ungraded for formgrader, not scored 0:")
+                         "student, or an answer the grader could not decide; those test cells are left "
+                         "ungraded for formgrader, not scored 0:")
             for student, nb in flagged:
                 lines.append(f"  {student}  {nb.name}: {'; '.join(nb.flags)[:300]}")
         for student, why in sorted(self.failed.items()):

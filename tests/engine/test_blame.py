@@ -2,7 +2,8 @@
 
 The sandbox is not a kernel: a system call outside its allowlist fails with EPERM, the root is
 read-only. A correct notebook that fails only there keeps its cells ungraded for formgrader, is
-listed as FLAGGED, and tells the student a person will grade them; a student's own error stays 0."""
+listed as FLAGGED, and tells the student a person will grade them; a student's own error stays 0.
+So does a cell holding an answer the grader could neither prove equal nor refute."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -53,11 +54,11 @@ def test_the_first_fault_in_the_order_the_cells_ran():
 def test_a_correct_notebook_that_fails_only_in_the_sandbox_is_flagged(tmp_path):
     course = one_notebook_course(tmp_path / "course", ASSIGNMENT, NB)
 
-    def submission(prefix: str, first_line: str):
+    def submission(prefix: str, first_line: str, variant="A", cell="answer_numbers", last_line=""):
         nb = nbformat.read(ROOT / "solutions" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
-        answers = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "answer_numbers")
-        answers.source = first_line + answers.source
-        sid = variants.student_for("A", ASSIGNMENT, prefix=prefix)
+        answers = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == cell)
+        answers.source = first_line + answers.source + last_line
+        sid = variants.student_for(variant, ASSIGNMENT, prefix=prefix)
         folder = course / "submitted" / sid / ASSIGNMENT
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / f"{NB}.ipynb")
@@ -66,6 +67,10 @@ def test_a_correct_notebook_that_fails_only_in_the_sandbox_is_flagged(tmp_path):
     # a named pipe: any kernel makes one; the sandbox's allowlist refuses mknod (EPERM)
     fifo = submission("fifo", "import os\nos.mkfifo('answers.pipe')\n")
     wrong = submission("wrong", "raise ValueError('my own bug')\n")
+    # variant C (stage 2), equal to the reference times (√2 + √3)/√(5 + 2√6) = 1, which sympy
+    # cannot prove: sampling agrees, no proof comes, so the verdict is undecided
+    undecided = submission("undecided", "", last_line="\nper_device_expr = (2*N + (2 + K)*N/P) * (sp.sqrt(2) + sp.sqrt(3)) "
+                           "/ sp.sqrt(5 + 2*sp.sqrt(6))\n", variant="C", cell="answer_expr")
     report = autograde(course, ASSIGNMENT, workers=2, limits=Limits(cell_seconds=30, notebook_seconds=60),
                        progress=False, out=None)
     flagged, own = report.results[fifo].notebooks[0], report.results[wrong].notebooks[0]
@@ -75,9 +80,16 @@ def test_a_correct_notebook_that_fails_only_in_the_sandbox_is_flagged(tmp_path):
     assert any("your instructor will grade this cell" in line for line in flagged.feedback)
     assert not flagged.technical_zero
     assert own.grades["check_numbers"] == 0 and not own.flags       # the student's own error: 0, as before
+    left = report.results[undecided].notebooks[0]
+    assert left.grades["check_expr"] is None and left.grades["check_numbers"] == 3, left.grades
+    assert left.flags and "per_device_expr" in left.flags[0] and not left.technical_zero
+    assert any("could not decide per_device_expr" in line for line in left.feedback)
+    assert left.score == 3
     summary = report.summary()
-    assert "FLAGGED for a person (1)" in summary and fifo in summary
+    assert "FLAGGED for a person (2)" in summary and fifo in summary and undecided in summary
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:   # formgrader lists it as needing a grade
         waiting = gb.find_grade("check_numbers", NB, ASSIGNMENT, fifo)
         assert waiting.needs_manual_grade and waiting.auto_score is None
         assert not gb.find_grade("check_numbers", NB, ASSIGNMENT, wrong).needs_manual_grade
+        waiting = gb.find_grade("check_expr", NB, ASSIGNMENT, undecided)
+        assert waiting.needs_manual_grade and waiting.auto_score is None

@@ -21,7 +21,7 @@ import re
 
 import sympy
 
-from graders.feedback import FAIL, INVALID, PASS, UNDECIDED, Outcome
+from graders.feedback import FAIL, INVALID, PASS, UNDECIDED, UNDECIDED_REASON, Outcome
 from graders.numeric import Number, Numbers
 from graders.problem import Mistake, Problem
 from graders.problems.common.clipping import EPS, clip_coefficient
@@ -58,8 +58,7 @@ class DecayExpr(Expr):
             return Outcome(PASS)
         if result.verdict == "different":
             return Outcome(FAIL, "is not equal to the expression for your variant.")
-        return Outcome(UNDECIDED, "could not be decided in time (scored 0); "
-                                  "simplify the expression and try again.")
+        return Outcome(UNDECIDED, UNDECIDED_REASON)
 
 
 def _symbols():
