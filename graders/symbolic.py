@@ -271,6 +271,10 @@ def _decide(ref_text: str, ans_text: str, rtol: float, ranges: dict):
         return "equal", "sampling within tolerance"
     difference = ref - ans
     steps = [("expand", lambda: sympy.expand(difference)), ("cancel", lambda: sympy.cancel(difference))]
+    if difference.has(sympy.sin, sympy.cos, sympy.tan):
+        # a schedule's cosine written through a half-angle or a shifted angle: as exponentials,
+        # the identity is algebra (simplify reaches it too, but takes seconds)
+        steps.append(("exponentials", lambda: sympy.expand(sympy.powsimp(sympy.expand(difference.rewrite(sympy.exp))))))
     if positive:   # a quotient of two positive quantities, and its logarithm, are defined
         steps.append(("quotient", lambda: _simplify_quotient(ref, ans) - 1))
     steps += [("simplify", lambda: sympy.simplify(difference)), ("powers", lambda: _simplify_powers(difference))]
