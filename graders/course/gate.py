@@ -278,6 +278,11 @@ def grade_all(root: Path, by_assignment: dict[str, list[str]], reports: dict[str
                 reports[item].solution[label] = passed
                 if got.cpu_seconds is not None:
                     reports[item].seconds[label] = got.cpu_seconds
+                if passed and got.raised:
+                    # full marks, but Validate would fail a student who wrote this solution
+                    reports[item].reasons.append(
+                        f"{item}: the published solution raises in variant {label} "
+                        f"({'; '.join(got.raised[:3])}), so Validate fails a correct answer")
                 if not passed:
                     failed = [t for t in got.feedback if t.startswith(("✗", "?")) or "Error" in t][:3]
                     reports[item].reasons.append(

@@ -29,6 +29,7 @@ class NotebookScore:
     score: float
     max_score: float
     feedback: list[str] = field(default_factory=list)   # what the graded test cells printed
+    raised: list[str] = field(default_factory=list)     # "cell N: Error" for every code cell that raised
     cpu_seconds: float | None = None   # the notebook's CPU time in the sandbox (chapter autograde only)
 
 
@@ -94,7 +95,7 @@ def read_scores(course: Path, assignment: str, submissions) -> dict[str, dict[st
                 auto = [g for g in nb.grades if not g.needs_manual_grade]
                 scores.setdefault(student, {})[notebook_id] = NotebookScore(
                     sum(g.auto_score or 0.0 for g in auto), sum(g.max_score for g in auto),
-                    feedback_lines(graded))
+                    feedback_lines(graded), raised_cells(graded))
     return scores
 
 
@@ -111,6 +112,19 @@ def feedback_lines(path: Path) -> list[str]:
                 elif output.get("output_type") == "error":
                     lines.append(f"{output.get('ename')}: {output.get('evalue')}")
     return lines
+
+
+def raised_cells(path: Path) -> list[str]:
+    """"cell N: ename" for every code cell of an autograded notebook that ended in an error, as
+    Validate would report it (a graded test cell whose visible checks raised among them)."""
+    if not path.exists():
+        return []
+    found = []
+    for number, cell in enumerate(nbformat.read(path, as_version=4).cells, 1):
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if output.get("output_type") == "error":
+                found.append(f"cell {number}: {output.get('ename')}")
+    return found
 
 
 def autograde(root: Path, scratch: Path, assignment: str, submissions):

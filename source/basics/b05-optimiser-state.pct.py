@@ -116,6 +116,8 @@ state_dict_bytes = sum(t.numel() * t.element_size() for entry in _state.values()
 
 # %% nbgrader={"grade": true, "grade_id": "check_state_dict", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the numbers are checked when your notebook is graded.
+import numbers
+
 for _name in ("state_tensors", "state_dict_bytes"):
     assert _name in globals(), f"assign {_name} = ... in the answer cell"
     assert isinstance(globals()[_name], numbers.Integral), f"{_name} is a count: make it an int"
@@ -147,7 +149,7 @@ import numbers
 assert isinstance(adam_bytes_per_param, numbers.Integral), "adam_bytes_per_param is a count: make it an int"
 assert isinstance(optimizer_bytes, numbers.Real), "optimizer_bytes should be a number"
 assert isinstance(optimizer_bytes_expr, sp.Expr), "optimizer_bytes_expr should be a sympy expression"
-assert optimizer_bytes_expr.free_symbols <= {N}, "use only the symbol N"
+assert {x.name for x in optimizer_bytes_expr.free_symbols} <= {x.name for x in (N,)}, "use only the symbol N"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b05-optimiser-state", "check_model", globals())

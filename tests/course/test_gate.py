@@ -47,6 +47,21 @@ def test_a_broken_solution_is_refused(scratch_course, capsys, state):
     assert "gate II.8: REFUSED" in out
 
 
+def test_a_solution_whose_visible_checks_raise_is_refused(scratch_course, capsys):
+    # full marks (the hidden checks grade outside the student's process), but Validate fails
+    # every student who writes this solution: b05 shipped so, its check cell using `numbers`
+    # before any cell imported it
+    source = scratch_course / "source/worked/w1-memory.pct.py"
+    text = source.read_text()
+    assert text.count("import numbers\n") == 1
+    source.write_text(text.replace("import numbers\n", ""))
+    build(scratch_course, write=True)
+    code, out = gate_lines(scratch_course, capsys)
+    assert code == 1
+    assert "w1-memory: the published solution raises in variant A (cell" in out and "NameError" in out
+    assert "the published solution scores" not in out
+
+
 def test_a_stale_release_is_refused(scratch_course, capsys):
     release = scratch_course / "release/worked/w1-memory.ipynb"
     nb = nbformat.read(release, as_version=4)
