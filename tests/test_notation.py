@@ -117,3 +117,13 @@ def test_a_capital_letter_graded_as_a_symbol_is_declared(item):
     capitals = {name for name in graded if re.fullmatch(r"[A-Z]", name)}
     declared = {symbol for key in NOTATION for symbol in re.split(r"[,\s()]+", key) if symbol}
     assert capitals <= declared, f"{item} grades in {sorted(capitals - declared)}, undeclared"
+
+
+def test_visible_checks_compare_symbols_by_name_as_the_grader_does():
+    # The grader matches a student's symbols by name (graders.symbolic), so sp.Symbol("N") made
+    # without the notebook's positive=True is accepted; a visible check that compared the symbol
+    # objects failed Validate for that same correct answer.
+    by_object = re.compile(r"\b\w+\.free_symbols\s*<=\s*\{(?!\s*\w+\.name\b)")
+    found = [f"{path.name}:{number}" for path in sorted((REPO / "source").glob("*/*.pct.py"))
+             for number, line in enumerate(path.read_text().splitlines(), 1) if by_object.search(line)]
+    assert not found, f"visible checks comparing symbol objects: {found}"

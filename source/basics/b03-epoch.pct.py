@@ -100,6 +100,8 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 # Pythia on the deduplicated Pile at the README's 1.5 epochs; **C** nanoGPT's
 # character-level Shakespeare, whose 5000 iterations of 64 × 256 characters are 81.6 passes
 # over its 1,003,854 training characters; **D** Galactica 1.3B (1M-token batches).
+# nanoGPT draws random windows rather than passing over packed sequences; here, in every
+# variant, a pass is what this notebook defines, so C's step count is not nanoGPT's 5000.
 #
 # For your variant compute four ints:
 # - `sequences`: packed sequences of `T` tokens in the dataset;

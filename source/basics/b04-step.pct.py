@@ -78,7 +78,8 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 #
 # First write `micro_steps_expr`, the micro-steps each replica has run after $k$ steps, as
 # a sympy expression in `k`, `B`, `b` and `P` (the symbols defined above; `b` is the
-# micro-batch).
+# micro-batch). A run's configuration makes the division exact, as in every variant, so
+# write it with `/`, not with `//` or `floor`.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_expr", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
@@ -88,7 +89,7 @@ micro_steps_expr = k * B / (b * P)
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(micro_steps_expr, sp.Expr), "micro_steps_expr should be a sympy expression"
-assert micro_steps_expr.free_symbols <= {k, B, b, P}, "use only the symbols k, B, b and P"
+assert {x.name for x in micro_steps_expr.free_symbols} <= {x.name for x in (k, B, b, P)}, "use only the symbols k, B, b and P"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("b04-step", "check_expr", globals())

@@ -139,7 +139,7 @@ accumulation_expr = B / (b * P)
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(accumulation_expr, sp.Expr), "accumulation_expr should be a sympy expression"
-assert accumulation_expr.free_symbols <= {B, b, P}, "use only the symbols B, b and P"
+assert {x.name for x in accumulation_expr.free_symbols} <= {x.name for x in (B, b, P)}, "use only the symbols B, b and P"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e01-batching", "check_expr", globals())

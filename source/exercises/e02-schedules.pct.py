@@ -115,7 +115,7 @@ cosine_expr = eta_min + (eta_max - eta_min) / 2 * (1 + sp.cos(sp.pi * (t - W) / 
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(cosine_expr, sp.Expr), "cosine_expr should be a sympy expression"
-assert cosine_expr.free_symbols <= {eta_max, eta_min, W, n_steps, t}, \
+assert {x.name for x in cosine_expr.free_symbols} <= {x.name for x in (eta_max, eta_min, W, n_steps, t)}, \
     "use only the symbols eta_max, eta_min, W, n_steps and t"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge

@@ -107,7 +107,7 @@ shrink_expr = (1 - eta * lam) ** t
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(shrink_expr, sp.Expr), "shrink_expr should be a sympy expression"
-assert shrink_expr.free_symbols <= {eta, lam, t}, "use only the symbols eta, lam (λ) and t"
+assert {x.name for x in shrink_expr.free_symbols} <= {x.name for x in (eta, lam, t)}, "use only the symbols eta, lam (λ) and t"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e03-weight-decay", "check_expr", globals())

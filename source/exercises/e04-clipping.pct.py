@@ -119,7 +119,7 @@ clip_coef_expr = sp.simplify(M / global_norm_equal)
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(clip_coef_expr, sp.Expr), "clip_coef_expr should be a sympy expression"
-assert clip_coef_expr.free_symbols <= {n_tensors, g, M}, "use only the symbols n_tensors, g and M"
+assert {x.name for x in clip_coef_expr.free_symbols} <= {x.name for x in (n_tensors, g, M)}, "use only the symbols n_tensors, g and M"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e04-clipping", "check_expr", globals())

@@ -269,7 +269,7 @@ skip_fraction_expr = skipped_per_cycle / (clean_steps_per_cycle + skipped_per_cy
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(skip_fraction_expr, sp.Expr), "skip_fraction_expr should be a sympy expression"
-assert skip_fraction_expr.free_symbols <= {n_growth}, "use only the symbol n_growth"
+assert {x.name for x in skip_fraction_expr.free_symbols} <= {x.name for x in (n_growth,)}, "use only the symbol n_growth"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e05-loss-scaling", "check_expr", globals())

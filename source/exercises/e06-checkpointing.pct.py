@@ -192,7 +192,7 @@ interval_expr = sp.solve(sp.diff(waste, tau), tau)[0]
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(interval_expr, sp.Expr), "interval_expr should be a sympy expression"
-assert interval_expr.free_symbols <= {delta, Theta}, "use only the symbols delta and Theta"
+assert {x.name for x in interval_expr.free_symbols} <= {x.name for x in (delta, Theta)}, "use only the symbols delta and Theta"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e06-checkpointing", "check_expr", globals())

@@ -211,7 +211,7 @@ bubble_expr = sp.simplify((total_time - busy_time) / total_time)
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(bubble_expr, sp.Expr), "bubble_expr should be a sympy expression"
-assert bubble_expr.free_symbols <= {n_stages, n_micro}, "use only the symbols n_stages and n_micro"
+assert {x.name for x in bubble_expr.free_symbols} <= {x.name for x in (n_stages, n_micro)}, "use only the symbols n_stages and n_micro"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e07-communication", "check_expr", globals())
@@ -279,7 +279,7 @@ judge("e07-communication", "check_zero_pipeline", globals())
 import matplotlib.pyplot as plt
 import numpy as np
 
-if isinstance(globals().get("bubble_expr"), sp.Expr) and bubble_expr.free_symbols <= {n_stages, n_micro}:
+if isinstance(globals().get("bubble_expr"), sp.Expr) and {x.name for x in bubble_expr.free_symbols} <= {x.name for x in (n_stages, n_micro)}:
     yours = sp.lambdify((n_stages, n_micro), bubble_expr, "numpy")
     micro = np.arange(1, 257, dtype=float)
     fig, ax = plt.subplots(figsize=(9, 3.6))

@@ -188,9 +188,9 @@ sequences_expr = sp.solve(sp.Eq(z * sigma / sp.sqrt(n_), Delta_ell), n_)[0]
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(bpb_expr, sp.Expr), "bpb_expr should be a sympy expression"
-assert bpb_expr.free_symbols <= {L_T, L_B, ell}, "bpb_expr uses only L_T, L_B and ell"
+assert {x.name for x in bpb_expr.free_symbols} <= {x.name for x in (L_T, L_B, ell)}, "bpb_expr uses only L_T, L_B and ell"
 assert isinstance(sequences_expr, sp.Expr), "sequences_expr should be a sympy expression"
-assert sequences_expr.free_symbols <= {z, sigma, Delta_ell}, "sequences_expr uses only z, sigma and Delta_ell"
+assert {x.name for x in sequences_expr.free_symbols} <= {x.name for x in (z, sigma, Delta_ell)}, "sequences_expr uses only z, sigma and Delta_ell"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("e08-evaluation", "check_expr", globals())

@@ -250,7 +250,7 @@ bytes_plain_expr = sp.expand(4 * (L * per_block_elements + loss_elements))
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the expression is checked when your notebook is graded.
 assert isinstance(bytes_plain_expr, sp.Expr), "bytes_plain_expr should be a sympy expression"
-assert bytes_plain_expr.free_symbols <= {B, s, d, L}, "use only the symbols B, s, d and L"
+assert {x.name for x in bytes_plain_expr.free_symbols} <= {x.name for x in (B, s, d, L)}, "use only the symbols B, s, d and L"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("p3-activation-checkpointing", "check_expr", globals())
@@ -263,8 +263,9 @@ judge("p3-activation-checkpointing", "check_expr", globals())
 # - `count_plain`, `bytes_plain`: the saved activations without checkpointing (`segment` 0);
 # - `count_ckpt`, `bytes_ckpt`: the same with your variant's `segment`;
 # - `memory_ratio`: `bytes_ckpt / bytes_plain`;
-# - `forward_calls_ckpt`: how many times a block's forward runs in one forward and
-#   backward pass with checkpointing (`grad_probe` counts it).
+# - `forward_calls_ckpt`: how many times a block's forward is called in one forward and
+#   backward pass with checkpointing, as `grad_probe` counts calls: a call is counted when it
+#   starts (a forward pre-hook), whether or not the recomputation runs it to its end.
 #
 # Check that your measured `bytes_plain` agrees with your expression.
 

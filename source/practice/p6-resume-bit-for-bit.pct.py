@@ -302,7 +302,7 @@ import numbers
 
 assert isinstance(checkpoint_bytes, numbers.Integral), "checkpoint_bytes is a count (int)"
 assert isinstance(checkpoint_bytes_expr, sp.Expr), "checkpoint_bytes_expr should be a sympy expression"
-assert checkpoint_bytes_expr.free_symbols <= {N, n_tensors}, "use only the symbols N and n_tensors"
+assert {x.name for x in checkpoint_bytes_expr.free_symbols} <= {x.name for x in (N, n_tensors)}, "use only the symbols N and n_tensors"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("p6-resume-bit-for-bit", "check_bytes", globals())

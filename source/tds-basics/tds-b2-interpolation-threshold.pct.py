@@ -63,6 +63,9 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 # - `threshold_parameters`: the number of parameters at the interpolation threshold (an int);
 # - `unfit_dims`: for each feature count, how many directions of the targets stay unfit (ints);
 # - `exact_fit_dims`: for each feature count, the dimension of the family of exact fits (0 where there is none).
+#
+# Count the last two for one output: each of the $K$ outputs is its own least-squares problem with
+# the same $n$ equations, so its directions and its family are the same for every output.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_threshold", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION

@@ -88,8 +88,9 @@ print("burst steps     :", [round(u, 3) for u in ex_steps[3000:]])
 # jumps, keeps growing for a few steps while the numerator catches up faster than the denominator,
 # and then settles back. With these decays the overshoot is modest; your derivation should say how
 # it scales when $\beta_2$ is close to one, as it is in practice. (Adam's bias correction is still in
-# the code, but after 3,000 steps it is one to many digits, which is why the model above can
-# ignore it.)
+# the code, but with this example's $\beta_2 = 0.9$, after 3,000 steps it is one to many digits,
+# which is why the model above can ignore it. With a $\beta_2$ close to one it fades far more
+# slowly: a simulation of your variant must run long enough, or leave it out, as the task does.)
 #
 # A useful way to read the result: $1/(1 - \beta)$ is roughly the number of steps an exponential
 # average remembers. For $\beta_2 = 0.999$ that is a thousand steps; for PaLM's schedule at step

@@ -70,7 +70,9 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 # Write `min_norm_fit(features, targets)`: the weights $w$ of smallest norm among those that
 # minimise $|Aw - y|^2$, for $A$ = `features` ($n \times p$) and $y$ = `targets`, returned as a list of
 # $p$ floats. It must work on both sides of the threshold and on square systems; the hidden tests
-# call it on nested lists. (Hint: the Moore-Penrose pseudo-inverse, `torch.linalg.pinv`.)
+# call it on nested lists. (Hint: the Moore-Penrose pseudo-inverse, `torch.linalg.pinv`.) Work in
+# float64, as the rest of this notebook does: the outputs are compared to a relative 1e-6, which a
+# float32 tensor (what `torch.tensor` makes of a list of floats) does not reach.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_fit", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION

@@ -123,7 +123,8 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 #   Frobenius norm of `initial`, as a float (both are matrices of the same shape).
 # - `loglog_slope(widths, values)`: the least-squares slope of the natural logarithm of `values`
 #   against the natural logarithm of `widths` (a straight-line fit, as `numpy.polyfit` of degree one
-#   gives it), as a float.
+#   gives it), as a float, computed in float64: the hidden tests compare it to a relative 1e-6, and
+#   a nearly flat slope in float32 misses that.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_measures", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION

@@ -202,7 +202,8 @@ judge("tds-p7-loss-spike-recovery", "check_detector", globals())
 #   restore **the latest checkpoint at or before that point** (never before step 0; checkpoints sit
 #   at the multiples of `ckpt_every`);
 # - from the restored checkpoint on, skip every batch that the run read between that checkpoint and
-#   the spike, and `skip` more batches past the spike.
+#   the spike, and `skip` more batches past the spike. Count the batch of the spike's own step as the
+#   first of those `skip`: the run read it when the loss spiked, and it is skipped with them.
 #
 # The harness restores the checkpoint's model and optimiser state and resumes
 # `batches_skipped` batches past the checkpoint's place in the stream. The hidden tests call your

@@ -112,7 +112,7 @@ judge("tds-t1-mup-transfer", "check_expression", globals())
 # ### 4b. Compute it
 #
 # For your variant's `base_width`, `widths` and `base_lr` (the best rate of the base model), one entry per width:
-# - `update_growth`: how many times as far one Adam step at `base_lr` moves a hidden layer's outputs, compared with the base width;
+# - `update_growth`: how many times as far one Adam step at `base_lr` moves a hidden layer's outputs, compared with the base width, as the argument of section 3 gives it (the ratio in the limit it describes, not a measurement with `adam_output_change`, which comes close to it but not to the grader's tolerance);
 # - `sp_best_lrs`: the SP rate that restores the base model's step (the key is named for the best
 #   rate whose drift it tracks; it holds this rate);
 # - `mup_best_base_lrs`: the best base rate under muP;

@@ -159,7 +159,9 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 # %% [markdown]
 # Your variant's `eigenvalues` are those of the tangent kernel of a width-4096 network built as above
 # on `points` points in `dim` dimensions (with its `seed`); you can recompute them with the functions
-# of section 5, but you do not need to.
+# of section 5, but you do not need to. The printed values, rounded to four decimals, are the
+# ones your answers are graded against: compute from `params["eigenvalues"]`, not from a
+# recomputation, whose fifth decimal differs.
 #
 # ### 6a. Derive it
 #

@@ -176,7 +176,8 @@ judge("tds-t3-grokking-delay", "check_expressions", globals())
 #   factor `shrink` (an int);
 # - `steps_first_order`: the first-order approximation of the number of steps (a float, not rounded);
 # - `delay_ratio`: how many times as long the exact count is at `other_weight_decay` as at
-#   `weight_decay`, with the same rate and shrink factor (a float).
+#   `weight_decay`, with the same rate and shrink factor (a float): the ratio of the two
+#   real-valued solutions $t$ of 5a, before either is rounded up to whole steps.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_numbers", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION

@@ -190,7 +190,9 @@ judge("t3-critical-batch", "check_tradeoff", globals())
 # %% [markdown]
 # ### 4c. Three ways to choose a batch
 #
-# Each of these is a different definition of "as big as is worth it". Compute, as floats:
+# Each of these is a different definition of "as big as is worth it". Treat the batch size
+# as a continuous quantity, as the model does: each answer is the boundary the model gives,
+# a float, not rounded to a whole number of sequences. Compute:
 # - `near_linear_limit`: the largest batch at which doubling still divides the steps by at least
 #   `params["speedup"]`;
 # - `overhead_batch`: the largest batch whose examples stay within `params["overhead"]` of $E_{min}$

@@ -153,7 +153,8 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}, on {DEVICES[VARIANT]['de
 # ### 4a. Derive
 #
 # Write `per_device_expr`, the bytes of model states on one device at **your** stage,
-# as a sympy expression in `N`, `P` and `K` (the symbols defined above).
+# as a sympy expression in `N`, `P` and `K` (the symbols defined above). Keep `K` a symbol,
+# as `N` and `P` are: the expression must hold for any optimiser, not only for your variant's.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_expr", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
@@ -168,7 +169,7 @@ per_device_expr = {
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(per_device_expr, sp.Expr), "per_device_expr should be a sympy expression"
-assert per_device_expr.free_symbols <= {N, P, K}, "use only the symbols N, P and K"
+assert {x.name for x in per_device_expr.free_symbols} <= {x.name for x in (N, P, K)}, "use only the symbols N, P and K"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("w1-memory", "check_expr", globals())

@@ -215,7 +215,7 @@ flops_expr = flops_per_param_token * N * D
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 1, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(flops_expr, sp.Expr), "flops_expr should be a sympy expression"
-assert flops_expr.free_symbols <= {N, D}, "use only the symbols N and D"
+assert {x.name for x in flops_expr.free_symbols} <= {x.name for x in (N, D)}, "use only the symbols N and D"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("w2-compute", "check_expr", globals())

@@ -210,9 +210,9 @@ half_life_expr = sp.log(2) / -sp.log(1 - eta * lam)
 # %% nbgrader={"grade": true, "grade_id": "check_expr", "locked": true, "points": 2, "schema_version": 3, "solution": false, "task": false} deletable=false editable=false
 # Form only: the mathematics is checked when your notebook is graded.
 assert isinstance(decay_expr, sp.Expr), "decay_expr should be a sympy expression"
-assert decay_expr.free_symbols <= {eta, lam, t}, "decay_expr: use only eta, lam and t"
+assert {x.name for x in decay_expr.free_symbols} <= {x.name for x in (eta, lam, t)}, "decay_expr: use only eta, lam and t"
 assert isinstance(half_life_expr, sp.Expr), "half_life_expr should be a sympy expression"
-assert half_life_expr.free_symbols <= {eta, lam}, "half_life_expr: use only eta and lam"
+assert {x.name for x in half_life_expr.free_symbols} <= {x.name for x in (eta, lam)}, "half_life_expr: use only eta and lam"
 ### BEGIN HIDDEN TESTS
 from graders.notebook import judge
 judge("w5-clip-decay", "check_expr", globals())
