@@ -38,6 +38,12 @@ def test_a_symbol_outside_the_notation_is_named():
     assert "x" in outcome.reason and "N, P, K" in outcome.reason
 
 
+def test_a_complex_root_is_named_as_such():
+    # sympy.solve's first root of a quadratic may be the complex one: say so, not "something other"
+    outcome = CHECK.judge(16 * N, 16 * N + 2 * sympy.I * N)
+    assert outcome.status == INVALID and "imaginary unit I" in outcome.reason
+
+
 @pytest.mark.parametrize("answer, words", [("16*N", "string"), (16.0, "not a sympy expression"),
                                            (None, "not a sympy expression"), ([N], "not a sympy expression")])
 def test_non_expressions_are_invalid_with_a_reason(answer, words):
