@@ -172,7 +172,8 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 #
 # With `D = sympy.Symbol("D", positive=True)`, give `effective_data_expr`: the effective data
 # $D'$ as a sympy expression in the **total** number of training tokens `D`, with your variant's
-# $U_D$ and the right fitted constant as numbers.
+# $U_D$ and the right one of the two fitted constants as numbers, each as `params` gives it (the
+# variants use the paper's rounded constants, not the repository's unrounded ones above).
 
 # %% nbgrader={"grade": false, "grade_id": "answer_expression", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION
