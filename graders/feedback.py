@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 PASS, FAIL, INVALID, UNDECIDED = "pass", "fail", "invalid", "undecided"
 # an answer neither proved equal to the reference nor refuted: it scores nothing here, and the
 # engine leaves its cell for a person (formgrader) rather than record a 0
-UNDECIDED_REASON = "could not be decided in time; simplify the expression and try again."
+UNDECIDED_REASON = ("could not be decided in time: the grader neither proved it equal to the expression "
+                    "for your variant nor found a point where the two differ.")
 _MARK = {PASS: "✓", FAIL: "✗", INVALID: "✗", UNDECIDED: "?"}
 
 
