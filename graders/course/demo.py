@@ -138,6 +138,9 @@ def run(where: Path | None = None, root: Path | None = None, site: bool = False,
     shutil.rmtree(course, ignore_errors=True)
     # the course's config and the one notebook the class works on, released as the `worked` assignment
     (course / "source" / ASSIGNMENT).mkdir(parents=True)
+    # closed to the machine's other accounts, as a course folder should be: its source/ holds the
+    # solutions (its students are simulated here, through the exchange inside it)
+    course.chmod(0o700)
     shutil.copy(root / "nbgrader_config.py", course / "nbgrader_config.py")
     shutil.copy(root / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", course / "source" / ASSIGNMENT)
     api = instructor(course)

@@ -88,6 +88,8 @@ def test_the_demo_grade_table(tmp_path, capsys):
     noise = [line for line in err.splitlines() if "autograde worked:" not in line and line.strip()]
     assert not noise, noise[:10]
     assert "warning" not in (out + err).lower()
+    # closed to other accounts, so no warning on a machine that has them either
+    assert (tmp_path / "demo").stat().st_mode & 0o777 == 0o700
     feedback = tmp_path / "demo/feedback/grace/worked/w1-memory.html"
     assert feedback.exists() and "Likely mistake" in feedback.read_text()
     # the exchange lives inside the course, and the collected submissions came through it
