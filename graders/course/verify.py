@@ -93,18 +93,17 @@ def read_scores(course: Path, assignment: str, submissions) -> dict[str, dict[st
                 # Only what the autograder decides: task cells and prose answers wait
                 # for a person in formgrader and are no part of the gate's verdict.
                 auto = [g for g in nb.grades if not g.needs_manual_grade]
+                cells = nbformat.read(graded, as_version=4).cells if graded.exists() else []
                 scores.setdefault(student, {})[notebook_id] = NotebookScore(
                     sum(g.auto_score or 0.0 for g in auto), sum(g.max_score for g in auto),
-                    feedback_lines(graded), raised_cells(graded))
+                    feedback_lines(cells), raised_cells(cells))
     return scores
 
 
-def feedback_lines(path: Path) -> list[str]:
-    """The stdout of every graded test cell of an autograded notebook."""
-    if not path.exists():
-        return []
+def feedback_lines(cells) -> list[str]:
+    """The stdout of every graded test cell of an autograded notebook's `cells`."""
     lines = []
-    for cell in nbformat.read(path, as_version=4).cells:
+    for cell in cells:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "stream":
@@ -114,13 +113,11 @@ def feedback_lines(path: Path) -> list[str]:
     return lines
 
 
-def raised_cells(path: Path) -> list[str]:
-    """"cell N: ename" for every code cell of an autograded notebook that ended in an error, as
-    Validate would report it (a graded test cell whose visible checks raised among them)."""
-    if not path.exists():
-        return []
+def raised_cells(cells) -> list[str]:
+    """"cell N: ename" for every code cell of an autograded notebook's `cells` that ended in an
+    error, as Validate would report it (a graded test cell whose visible checks raised among them)."""
     found = []
-    for number, cell in enumerate(nbformat.read(path, as_version=4).cells, 1):
+    for number, cell in enumerate(cells, 1):
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
             if output.get("output_type") == "error":
                 found.append(f"cell {number}: {output.get('ename')}")
