@@ -275,8 +275,11 @@ def _decide(ref_text: str, ans_text: str, rtol: float, ranges: dict):
     difference = ref - ans
     steps = [("expand", lambda: sympy.expand(difference)), ("cancel", lambda: sympy.cancel(difference))]
     if difference.has(sympy.sin, sympy.cos, sympy.tan):
-        # a schedule's cosine written through a half-angle or a shifted angle: as exponentials,
-        # the identity is algebra (simplify reaches it too, but takes seconds)
+        # a schedule's cosine written through a supplementary or shifted angle: each angle is
+        # put in terms of another of the expression's own, where they differ by a multiple of π/2
+        steps.append(("shifted angles", lambda: _align_angles(difference)))
+        # through a half-angle: as exponentials, the identity is algebra (simplify reaches it
+        # too, but takes seconds)
         steps.append(("exponentials", lambda: sympy.expand(sympy.powsimp(sympy.expand(difference.rewrite(sympy.exp))))))
     if positive:   # a quotient of two positive quantities, and its logarithm, are defined
         steps.append(("quotient", lambda: _simplify_quotient(ref, ans) - 1))
@@ -287,6 +290,25 @@ def _decide(ref_text: str, ans_text: str, rtol: float, ranges: dict):
         if step() == 0:
             return "equal", name
     return "undecided", "sampling agreed but no proof"
+
+
+def _align_angles(expr):
+    # cos(π(n − t)/(n − W)) is cos(π − π(t − W)/(n − W)) = −cos(π(t − W)/(n − W)), but sympy
+    # sees two unrelated angles. An angle that is ±(another angle) + kπ/2, for a whole k, is
+    # written that way; sympy's own evaluation of sin, cos and tan then takes the shift out.
+    bases, swap = [], {}
+    for atom in sorted(expr.atoms(sympy.sin, sympy.cos, sympy.tan), key=sympy.default_sort_key):
+        angle = atom.args[0]
+        for base in bases:
+            shift = next(((sign, k) for sign in (1, -1)
+                          for k in [sympy.cancel(2 * (angle - sign * base) / sympy.pi)] if k.is_Integer), None)
+            if shift:
+                sign, k = shift
+                swap[atom] = atom.func(sign * base + k * sympy.pi / 2)
+                break
+        else:
+            bases.append(angle)
+    return sympy.expand(expr.xreplace(swap))
 
 
 def _simplify_powers(expr):
