@@ -76,7 +76,9 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 # Compute, for your variant:
 # - `mean_nll`: the held-out mean NLL per token, in nats;
 # - `perplexity`, `bits_per_token`, `bits_per_byte`;
-# - `loss_gap`: held-out loss minus training loss, in nats (it may be negative).
+# - `loss_gap`: held-out loss minus training loss, in nats (it may be negative). Take it from
+#   your own unrounded `mean_nll`: a gap can be small beside the two losses, and it is checked
+#   to a relative 1e-3.
 
 # %% nbgrader={"grade": false, "grade_id": "answer_metrics", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION

@@ -305,7 +305,8 @@ judge("w3-range", "check_expr", globals())
 # %% [markdown]
 # ### 6b. The limits
 #
-# As plain Python floats (these are the same for every variant):
+# As plain Python floats (these are the same for every variant), exact: take them from your
+# expressions, not from the rounded decimals a table prints, as they are checked to a relative 1e-6:
 # - `fp16_max`, `fp16_min_normal`, `fp16_min_subnormal`: binary16's largest finite number,
 #   smallest normal number and smallest subnormal;
 # - `bf16_min_normal`: bfloat16's smallest normal number.
