@@ -126,8 +126,9 @@ def _build(node, allowed, unknown):
     if isinstance(node, ast.Name) and node.id in _CONSTANTS:
         return _CONSTANTS[node.id]
     if isinstance(node, ast.Name) and node.id == "I":
-        raise ExpressionError("the expression contains the imaginary unit I, so it is not a real quantity "
-                              "(of the roots sympy.solve returns, take the real one)")
+        raise ExpressionError("the expression contains the imaginary unit I; every answer here is real, so "
+                              "write it without I (a cosine as sympy.cos, not as complex exponentials; of the "
+                              "roots sympy.solve returns, the real one)")
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
         raise ExpressionError("the expression contains something other than sympy arithmetic")
     name = node.func.id
