@@ -83,6 +83,8 @@ c.Autograde.create_student = True
 # being graded, and silences Python warnings, since nbgrader scores a test cell
 # 0 for any output on stderr. HiddenTestsOutOfTracebacks drops the hidden tests'
 # lines from a failing test cell's traceback, which formgrader and feedback show.
+# SaveAutoGradesForAPerson is nbgrader's SaveAutoGrades, except that a test cell holding an
+# answer the grader could neither prove right nor refute waits in formgrader, unscored.
 c.Autograde.autograde_preprocessors = [
     "graders.engine.nbgrader_hooks.GradedStudent",
     "nbgrader.preprocessors.Execute",
@@ -90,7 +92,7 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "nbgrader.preprocessors.SaveAutoGrades",
+    "graders.engine.nbgrader_hooks.SaveAutoGradesForAPerson",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]

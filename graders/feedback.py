@@ -14,6 +14,23 @@ PASS, FAIL, INVALID, UNDECIDED = "pass", "fail", "invalid", "undecided"
 UNDECIDED_REASON = ("could not be decided in time: the grader neither proved it equal to the expression "
                     "for your variant nor found a point where the two differ.")
 _MARK = {PASS: "✓", FAIL: "✗", INVALID: "✗", UNDECIDED: "?"}
+# A display output a hidden test leaves in its cell under plain `nbgrader autograde` when an
+# answer was undecided: the course's SaveAutoGrades (graders.engine.nbgrader_hooks) reads it
+# and leaves the cell for a person instead of recording the points it lacks as lost.
+UNDECIDED_MIME = "application/vnd.chapter.undecided+json"
+
+
+def cell_waits(variant: str, points: float) -> str:
+    """The first line of a test cell left for a person: no score is given yet."""
+    return f"Variant {variant}: not graded yet; your instructor will grade the {points:g} points of this cell"
+
+
+def undecided_waits(keys) -> str:
+    """A cell holding an answer the grader could neither prove equal to the reference nor refute."""
+    keys = [str(k) for k in keys]
+    named = ", ".join(keys[:10]) + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
+    return (f"? not graded yet: the grader could not decide {named} either way, "
+            "so this cell is not scored 0; your instructor will grade it")
 
 
 @dataclass(frozen=True)

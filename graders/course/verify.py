@@ -101,13 +101,15 @@ def read_scores(course: Path, assignment: str, submissions) -> dict[str, dict[st
 
 
 def feedback_lines(cells) -> list[str]:
-    """The stdout of every graded test cell of an autograded notebook's `cells`."""
+    """What every graded test cell of an autograded notebook's `cells` printed or displayed as text."""
     lines = []
     for cell in cells:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "stream":
                     lines += output.get("text", "").splitlines()
+                elif output.get("output_type") == "display_data":
+                    lines += str(output.get("data", {}).get("text/plain", "")).splitlines()
                 elif output.get("output_type") == "error":
                     lines.append(f"{output.get('ename')}: {output.get('evalue')}")
     return lines

@@ -13,6 +13,8 @@ from __future__ import annotations
 import html
 
 from graders.engine.shared import some
+# the library's sentence: the hidden tests print it too, under plain nbgrader (graders.notebook)
+from graders.feedback import cell_waits, undecided_waits  # noqa: F401
 
 # ------------------------------------------------------------------ a test cell's lines
 CELL_NOT_GRADABLE = "✗ this cell could not be graded; your instructor has been told"
@@ -53,17 +55,6 @@ def judged_inside(score: float, points: float) -> str:
     """A test cell with no checks outside the sandbox, judged by its outputs as nbgrader does."""
     mark = "✓" if score == points else "✗"
     return f"{mark} {score:g} of {points:g} points in this cell, {NBGRADER_WAY}"
-
-
-def cell_waits(variant: str, points: float) -> str:
-    """The first line of a test cell left for a person: no score is given yet."""
-    return f"Variant {variant}: not graded yet; your instructor will grade the {points:g} points of this cell"
-
-
-def undecided_waits(keys) -> str:
-    """A cell holding an answer the grader could neither prove equal to the reference nor refute."""
-    return (f"? not graded yet: the grader could not decide {some(list(keys))} either way, "
-            "so this cell is not scored 0; your instructor will grade it")
 
 
 def not_graded_yet(cell: int, why: str) -> str:

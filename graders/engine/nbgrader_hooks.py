@@ -9,6 +9,12 @@ graded student's parameters, exactly as it did on that student's hub server. It 
 test cell 0 for any output on stderr, and a harmless torch or sympy warning
 must not cost a correct answer its marks.
 
+SaveAutoGradesForAPerson is nbgrader's SaveAutoGrades, except that a test cell whose hidden test
+could not decide an answer (it leaves a mark in the cell's outputs, graders.notebook) gets no
+automatic score and waits in formgrader, as `chapter autograde` leaves it: nbgrader would record
+the points the undecided answer lacks as lost. A mark a student's code forges buys a person's
+look at the cell, never points.
+
 HiddenTestsOutOfTracebacks, run after Execute and again before feedback is made,
 keeps the hidden tests out of what a student can read: when a test cell raises,
 IPython's traceback quotes the lines around the failing one, the hidden region
@@ -17,8 +23,9 @@ among them, and nbgrader's ClearHiddenTests clears only the cell's source.
 import os
 import re
 
-from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, SaveAutoGrades
 
+from graders.feedback import UNDECIDED_MIME
 from graders.notebook import STUDENT_ENV
 
 
@@ -65,3 +72,16 @@ class HiddenTestsOutOfTracebacks(ClearHiddenTests):
             plain = ANSI.sub("", line)
             return QUOTED.sub("", plain, count=1).strip() not in hidden and plain.strip() not in hidden
         return "\n".join(line for line in entry.split("\n") if shown(line))
+
+
+class SaveAutoGradesForAPerson(SaveAutoGrades):
+    def _add_score(self, cell, resources):
+        super()._add_score(cell, resources)
+        if not any(output.get("output_type") == "display_data" and UNDECIDED_MIME in output.get("data", {})
+                   for output in cell.get("outputs", [])):
+            return
+        grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"], self.notebook_id,
+                                          self.assignment_id, self.student_id)
+        grade.auto_score = None
+        grade.needs_manual_grade = True
+        self.gradebook.db.commit()

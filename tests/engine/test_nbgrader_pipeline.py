@@ -7,6 +7,7 @@ import pytest
 
 from graders import variants
 from graders.course.verify import autograde_nbgrader
+from graders.engine.scratch import nbgrader
 
 from tests.conftest import REPO
 
@@ -116,3 +117,27 @@ def test_the_demo_shows_status_only_from_current_verdicts(tmp_path):
     verdict["fingerprint"] = "stale"
     (root / CACHE).write_text(json.dumps({"w1-memory": verdict}))
     assert "no current verdict" in cached_status(root)[0]
+
+
+def test_an_answer_the_grader_cannot_decide_waits_for_a_person_under_plain_nbgrader(tmp_path):
+    # variant C (stage 2): the reference times (√2 + √3)/√(5 + 2√6), which is 1 and which sympy
+    # cannot prove; nbgrader alone would record the expression's point as lost
+    from nbgrader.api import Gradebook
+    undecided = with_answers(tmp_path, "undecided", {"answer_expr": (
+        "per_device_expr = (2*N + (2 + K)*N/P) * (sp.sqrt(2) + sp.sqrt(3)) / sp.sqrt(5 + 2*sp.sqrt(6))\n")})
+    student, other = variants.student_for("C", "worked"), variants.student_for("A", "worked")
+    scores = autograde_nbgrader(REPO, tmp_path / "course", "worked",
+                                {student: {"w1-memory": undecided}, other: {"w1-memory": SOLUTION}})
+    assert any("could not decide per_device_expr" in line for line in scores[student]["w1-memory"].feedback)
+    with Gradebook(f"sqlite:///{tmp_path / 'course' / 'gradebook.db'}") as gb:
+        waiting = gb.find_grade("check_expr", "w1-memory", "worked", student)
+        assert waiting.needs_manual_grade and waiting.auto_score is None
+        kept = gb.find_grade("check_numbers", "w1-memory", "worked", student)
+        assert kept.auto_score == 3 and not kept.needs_manual_grade
+        decided = gb.find_grade("check_expr", "w1-memory", "worked", other)   # a proved answer: scored as before
+        assert decided.auto_score == 1 and not decided.needs_manual_grade
+    # what the student reads: the feedback says the cell waits, and shows no score of 0 for it
+    nbgrader("generate_feedback", "worked", "--student", student, cwd=tmp_path / "course")
+    page = (tmp_path / "course" / "feedback" / student / "worked" / "w1-memory.html").read_text()
+    assert "could not decide per_device_expr either way" in page
+    assert "Variant C: not graded yet" in page and "Variant C: 0 of 1 points" not in page
