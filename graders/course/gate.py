@@ -274,7 +274,8 @@ def grade_all(root: Path, by_assignment: dict[str, list[str]], reports: dict[str
         for label in variants.LABELS:
             student = variants.student_for(label, assignment, prefix="gate")
             for item, got in scores.get(student, {}).items():
-                passed = got.max_score > 0 and abs(got.score - got.max_score) < 1e-9
+                # a test cell left for a person is not a pass: the grader could not decide it
+                passed = got.max_score > 0 and abs(got.score - got.max_score) < 1e-9 and not got.waiting
                 reports[item].solution[label] = passed
                 if got.cpu_seconds is not None:
                     reports[item].seconds[label] = got.cpu_seconds
@@ -283,7 +284,12 @@ def grade_all(root: Path, by_assignment: dict[str, list[str]], reports: dict[str
                     reports[item].reasons.append(
                         f"{item}: the published solution raises in variant {label} "
                         f"({'; '.join(got.raised[:3])}), so Validate fails a correct answer")
-                if not passed:
+                if got.waiting:
+                    reports[item].reasons.append(
+                        f"{item}: the published solution leaves {', '.join(got.waiting[:3])} for a person "
+                        f"in variant {label}: the grader could not decide it, so every student who writes it "
+                        "waits for a grade")
+                elif not passed:
                     failed = [t for t in got.feedback if t.startswith(("✗", "?")) or "Error" in t][:3]
                     reports[item].reasons.append(
                         f"{item}: the published solution scores {got.score:g}/{got.max_score:g} in variant "

@@ -30,6 +30,7 @@ class NotebookScore:
     max_score: float
     feedback: list[str] = field(default_factory=list)   # what the graded test cells printed
     raised: list[str] = field(default_factory=list)     # "cell N: Error" for every code cell that raised
+    waiting: list[str] = field(default_factory=list)    # test cells left for a person (not decided)
     cpu_seconds: float | None = None   # the notebook's CPU time in the sandbox (chapter autograde only)
 
 
@@ -94,9 +95,14 @@ def read_scores(course: Path, assignment: str, submissions) -> dict[str, dict[st
                 # for a person in formgrader and are no part of the gate's verdict.
                 auto = [g for g in nb.grades if not g.needs_manual_grade]
                 cells = nbformat.read(graded, as_version=4).cells if graded.exists() else []
+                # a test cell waiting too is one the grader could not decide (or blamed on the sandbox)
+                tests = {c.metadata["nbgrader"].get("grade_id") for c in cells if c.cell_type == "code"
+                         and c.metadata.get("nbgrader", {}).get("grade")
+                         and not c.metadata["nbgrader"].get("solution")}
                 scores.setdefault(student, {})[notebook_id] = NotebookScore(
                     sum(g.auto_score or 0.0 for g in auto), sum(g.max_score for g in auto),
-                    feedback_lines(cells), raised_cells(cells))
+                    feedback_lines(cells), raised_cells(cells),
+                    sorted(g.name for g in nb.grades if g.needs_manual_grade and g.name in tests))
     return scores
 
 

@@ -62,6 +62,22 @@ def test_a_solution_whose_visible_checks_raise_is_refused(scratch_course, capsys
     assert "the published solution scores" not in out
 
 
+def test_a_solution_the_grader_cannot_decide_is_refused(scratch_course, capsys):
+    # every variant's expression times (√2 + √3)/√(5 + 2√6), which is 1 and which sympy cannot
+    # prove: the cell waits for a person, outside the scored cells, so it looked like full marks
+    source = scratch_course / "source/worked/w1-memory.pct.py"
+    text = source.read_text()
+    old = '}[params["stage"]]\n'
+    assert text.count(old) == 1
+    source.write_text(text.replace(old, old + "per_device_expr = per_device_expr * (sp.sqrt(2) + sp.sqrt(3)) "
+                                             "/ sp.sqrt(5 + 2*sp.sqrt(6))\n"))
+    build(scratch_course, write=True)
+    code, out = gate_lines(scratch_course, capsys)
+    assert code == 1
+    assert "w1-memory: the published solution leaves check_expr for a person in variant A" in out
+    assert "gate II.8: REFUSED" in out
+
+
 def test_a_stale_release_is_refused(scratch_course, capsys):
     release = scratch_course / "release/worked/w1-memory.ipynb"
     nb = nbformat.read(release, as_version=4)
