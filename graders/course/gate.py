@@ -287,8 +287,8 @@ def grade_all(root: Path, by_assignment: dict[str, list[str]], reports: dict[str
                 if got.waiting:
                     reports[item].reasons.append(
                         f"{item}: the published solution leaves {', '.join(got.waiting[:3])} for a person "
-                        f"in variant {label}: the grader could not decide it, so every student who writes it "
-                        "waits for a grade")
+                        f"in variant {label} (an answer the grader could not decide, or an error the sandbox "
+                        "may have caused), so every student who writes it waits for a grade")
                 elif not passed:
                     failed = [t for t in got.feedback if t.startswith(("✗", "?")) or "Error" in t][:3]
                     reports[item].reasons.append(
