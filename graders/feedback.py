@@ -25,11 +25,14 @@ def cell_waits(variant: str, points: float) -> str:
     return f"Variant {variant}: not graded yet; your instructor will grade the {points:g} points of this cell"
 
 
+def some(names: list[str], most: int = 10) -> str:
+    """At most `most` names, and how many more (a hostile notebook, or a machine, may hold thousands)."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 def undecided_waits(keys) -> str:
     """A cell holding an answer the grader could neither prove equal to the reference nor refute."""
-    keys = [str(k) for k in keys]
-    named = ", ".join(keys[:10]) + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
-    return (f"? not graded yet: the grader could not decide {named} either way, "
+    return (f"? not graded yet: the grader could not decide {some([str(k) for k in keys])} either way, "
             "so this cell is not scored 0; your instructor will grade it")
 
 

@@ -274,7 +274,7 @@ def grade_all(root: Path, by_assignment: dict[str, list[str]], reports: dict[str
         for label in variants.LABELS:
             student = variants.student_for(label, assignment, prefix="gate")
             for item, got in scores.get(student, {}).items():
-                # a test cell left for a person is not a pass: the grader could not decide it
+                # a test cell left for a person (undecided, or blamed on the sandbox) is not a pass
                 passed = got.max_score > 0 and abs(got.score - got.max_score) < 1e-9 and not got.waiting
                 reports[item].solution[label] = passed
                 if got.cpu_seconds is not None:

@@ -84,6 +84,7 @@ def autograde_sandboxed(root: Path, scratch: Path, assignment: str,
 
 
 def read_scores(course: Path, assignment: str, submissions) -> dict[str, dict[str, NotebookScore]]:
+    from nbgrader import utils
     from nbgrader.api import Gradebook
     scores: dict[str, dict[str, NotebookScore]] = {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
@@ -96,9 +97,8 @@ def read_scores(course: Path, assignment: str, submissions) -> dict[str, dict[st
                 auto = [g for g in nb.grades if not g.needs_manual_grade]
                 cells = nbformat.read(graded, as_version=4).cells if graded.exists() else []
                 # a test cell waiting too is one the grader could not decide (or blamed on the sandbox)
-                tests = {c.metadata["nbgrader"].get("grade_id") for c in cells if c.cell_type == "code"
-                         and c.metadata.get("nbgrader", {}).get("grade")
-                         and not c.metadata["nbgrader"].get("solution")}
+                tests = {c.metadata["nbgrader"]["grade_id"] for c in cells
+                         if c.cell_type == "code" and utils.is_grade(c) and not utils.is_solution(c)}
                 scores.setdefault(student, {})[notebook_id] = NotebookScore(
                     sum(g.auto_score or 0.0 for g in auto), sum(g.max_score for g in auto),
                     feedback_lines(cells), raised_cells(cells),
