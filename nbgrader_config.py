@@ -130,7 +130,9 @@ c.GenerateAssignment.preprocessors = [
 
 # --- feedback: what the student gets back shows results, never the hidden tests' source ---
 c.GenerateFeedback.preprocessors = [
-    "nbgrader.preprocessors.GetGrades",
+    # nbgrader's GetGrades, marking the cells no one has scored yet, which FeedbackPage shows as
+    # "not graded yet" instead of nbgrader's "Score: 0.0" (chapter serve releases the page at once)
+    "graders.engine.nbgrader_hooks.GetGradesMarkingWaits",
     # a first cell with the student's own due date (extension included), hand-in time and late penalty
     "graders.course.deadlines.DueDateInFeedback",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
@@ -139,6 +141,7 @@ c.GenerateFeedback.preprocessors = [
     # the page's styles in a <style> element: JupyterLab opens feedback untrusted, with no scripts
     "graders.course.pages.FeedbackStyle",
 ]
+c.GenerateFeedback.exporter_class = "graders.engine.nbgrader_hooks.FeedbackPage"
 
 # --- pages: formgrader's and the feedback's HTML render offline, with no script ---------------
 # Formulas are typeset as MathML when the page is made (nbconvert's templates would load MathJax

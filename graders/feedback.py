@@ -22,7 +22,8 @@ UNDECIDED_MIME = "application/vnd.chapter.undecided+json"
 
 def cell_waits(variant: str, points: float) -> str:
     """The first line of a test cell left for a person: no score is given yet."""
-    return f"Variant {variant}: not graded yet; your instructor will grade the {points:g} points of this cell"
+    return (f"Variant {variant}: not graded yet; your instructor will grade the {points:g} "
+            f"{'point' if points == 1 else 'points'} of this cell")
 
 
 def some(names: list[str], most: int = 10) -> str:

@@ -15,6 +15,12 @@ automatic score and waits in formgrader, as `chapter autograde` leaves it: nbgra
 the points the undecided answer lacks as lost. A mark a student's code forges buys a person's
 look at the cell, never points.
 
+GetGradesMarkingWaits and FeedbackPage make the feedback page say "not graded yet" where nbgrader's
+says "Score: 0.0": a cell no one has scored (a written answer before the instructor reads it, or a
+test cell waiting for a person) has neither an automatic nor a manual score, and nbgrader's
+`Grade.score` is then 0, so its page showed a 0 beside the cell's own line that it is not scored 0.
+`chapter serve` releases this page seconds after a submission, before anyone grades by hand.
+
 HiddenTestsOutOfTracebacks, run after Execute and again before feedback is made,
 keeps the hidden tests out of what a student can read: when a test cell raises,
 IPython's traceback quotes the lines around the failing one, the hidden region
@@ -23,7 +29,8 @@ among them, and nbgrader's ClearHiddenTests clears only the cell's source.
 import os
 import re
 
-from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, SaveAutoGrades
+from nbconvert.exporters import HTMLExporter
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades, NbGraderPreprocessor, SaveAutoGrades
 
 from graders.feedback import UNDECIDED_MIME
 from graders.notebook import STUDENT_ENV
@@ -85,3 +92,47 @@ class SaveAutoGradesForAPerson(SaveAutoGrades):
         grade.auto_score = None
         grade.needs_manual_grade = True
         self.gradebook.db.commit()
+
+
+NOT_GRADED = "not_graded_yet"    # in the page's resources: {grade id: points} of the cells no one scored
+
+
+class GetGradesMarkingWaits(GetGrades):
+    """nbgrader's GetGrades, noting in the resources each cell that no one has scored yet."""
+
+    def _get_score(self, cell, resources):
+        grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"], self.notebook_id,
+                                          self.assignment_id, self.student_id)
+        cell.metadata.nbgrader["score"] = grade.score
+        cell.metadata.nbgrader["points"] = grade.max_score
+        if grade.auto_score is None and grade.manual_score is None:
+            resources["nbgrader"].setdefault(NOT_GRADED, {})[grade.name] = float(grade.max_score or 0)
+
+
+class FeedbackPage(HTMLExporter):
+    """nbgrader's feedback page, where each cell noted by GetGradesMarkingWaits reads "not graded
+    yet" (in the list at the top and in the cell's header), and the notebook's score says how many
+    points wait. The page is nbgrader's template's; only those three places change."""
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        page, resources = super().from_notebook_node(nb, resources, **kw)   # the preprocessors run here
+        waits = (resources.get("nbgrader") or {}).get(NOT_GRADED)
+        return not_graded_shown(page, waits or {}), resources
+
+
+_SCORE = r"Score: -?[0-9.]+ / ([0-9.]+)"
+_TOTAL = re.compile(r"(<h4>[^<]*)\(Score: (-?[0-9.]+) / ([0-9.]+)\)(</h4>)")
+
+
+def not_graded_shown(page: str, waits: dict[str, float]) -> str:
+    """The feedback page with each cell of `waits` (grade id: points) shown as not graded yet."""
+    if not waits:
+        return page
+    for grade_id in waits:
+        anchor = re.escape(grade_id)
+        page = re.sub(rf'(<a href="#{anchor}">[^<]*</a>) \({_SCORE}\)', r"\1 (not graded yet, out of \2)", page, count=1)
+        page = re.sub(rf'(<a name="{anchor}"></a>\s*<div class="panel-heading">(?:(?!</div>).)*?){_SCORE}',
+                      r"\1Not graded yet (out of \2)", page, count=1, flags=re.DOTALL)
+    waiting = sum(waits.values())
+    return _TOTAL.sub(lambda m: f"{m[1]}(Score: {m[2]} / {m[3]}; {waiting:g} "
+                                f"{'point' if waiting == 1 else 'points'} not graded yet){m[4]}", page, count=1)

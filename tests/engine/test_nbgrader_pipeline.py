@@ -137,7 +137,14 @@ def test_an_answer_the_grader_cannot_decide_waits_for_a_person_under_plain_nbgra
         decided = gb.find_grade("check_expr", "w1-memory", "worked", other)   # a proved answer: scored as before
         assert decided.auto_score == 1 and not decided.needs_manual_grade
     # what the student reads: the feedback says the cell waits, and shows no score of 0 for it
-    nbgrader("generate_feedback", "worked", "--student", student, cwd=tmp_path / "course")
+    nbgrader("generate_feedback", "worked", cwd=tmp_path / "course")
     page = (tmp_path / "course" / "feedback" / student / "worked" / "w1-memory.html").read_text()
     assert "could not decide per_device_expr either way" in page
     assert "Variant C: not graded yet" in page and "Variant C: 0 of 1 points" not in page
+    # and so do the page's own scores, where nbgrader's would print "Score: 0.0 / 1.0"
+    assert '<a href="#check_expr">Test cell</a> (not graded yet, out of 1.0)' in page
+    assert "Not graded yet (out of 1.0)" in page and "Score: 0.0" not in page
+    assert "(Score: 3.0 / 4.0; 1 point not graded yet)</h4>" in page
+    assert "Score: 3.0 / 3.0" in page          # the other test cell keeps its score
+    scored = (tmp_path / "course" / "feedback" / other / "worked" / "w1-memory.html").read_text()
+    assert "(Score: 4.0 / 4.0)</h4>" in scored and "not graded yet" not in scored.lower()
