@@ -1,13 +1,14 @@
 # %% [markdown]
-# # tds-b4-grokking · Fitted at step one thousand, generalised at step one hundred thousand
+# # tds-b4-grokking · Fitted at step one thousand, generalised near step a million
 #
 # *Module TDS Training Dynamics & Scaling · basics · term 4 of 5*
 #
 # **Grokking.** Power et al. (2022, *Grokking: Generalization Beyond Overfitting on Small
 # Algorithmic Datasets*) trained small transformers on tables of modular arithmetic, such as
 # $a \cdot b^{-1} \bmod 97$, with part of the table held out. The training accuracy reached about
-# 100% within roughly $10^3$ steps; the validation accuracy stayed at chance, and then, near
-# $10^5$ steps, climbed to about 100% too (their Fig. 1, on a logarithmic step axis). *Grokking* is
+# 100% within roughly $10^3$ steps; the validation accuracy stayed near chance until about $10^5$
+# steps, and then climbed, reaching about 100% near $10^6$ (their Fig. 1, on a logarithmic step
+# axis). *Grokking* is
 # that generalisation arriving long after the training set is fitted, and the number to read off
 # a run is the delay between the two moments.
 #

@@ -31,7 +31,7 @@
 # With gradual warmup that run matches the small-batch error within about 0.14 points. Their
 # Table 2a also tries the alternatives at 8k: keeping the rate at 0.1, or scaling it by the
 # square root of 32. Both were clearly worse for momentum SGD. Beyond 8k the linear rule stops
-# holding: validation error rises at 16k and 32k, and at 64k training diverges (§5.3, Fig. 1).
+# holding: validation error rises at 16k and 32k, and beyond 64k training diverges (§5.3, Fig. 1).
 # That elbow is a critical batch size, II.8's t3-critical-batch; past it a larger batch no
 # longer buys fewer steps, and no rate rule can make it.
 

@@ -198,6 +198,9 @@ judge("tds-e9-sharpness-power-iteration", "check_numbers", globals())
 # `tol`; if that never happens, stop at $k$ = `max_iter` - 1 (its last estimate). Give
 # - `stop_iteration`: the $k$ at which it stops (an int);
 # - `error_at_stop`: the true relative error of $R_k$ there, against `found_eigenvalue` (a float).
+#
+# (PyHessian's code, when it stops, returns the estimate before the last one, $R_{k-1}$, which is a
+# little further off; the question takes $R_k$, the newest estimate the rule has seen.)
 
 # %% nbgrader={"grade": false, "grade_id": "answer_stopping", "locked": false, "schema_version": 3, "solution": true, "task": false}
 ### BEGIN SOLUTION

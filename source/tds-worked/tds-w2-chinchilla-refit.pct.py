@@ -73,7 +73,8 @@
 # $\alpha = 0.34$, $\beta = 0.28$. Here $\alpha > \beta$, so the printed law sends each extra decade of
 # compute mostly into data, and at budgets of the size of Gopher's it asks for something like
 # ninety tokens per parameter, more than four times the paper's own headline. Its exponent
-# $a = \beta/(\alpha+\beta) = 0.45$ also disagrees with the 0.50 of Approaches 1 and 2 (Table 2).
+# $a = \beta/(\alpha+\beta) = 0.45$ also disagrees with the 0.50 and 0.49 of Approaches 1 and 2
+# (Table 2, which prints 0.46 for this fit itself, from its unrounded constants).
 #
 # **Refitted.** Besiroglu et al. digitised the points of Hoffmann's Fig. 4, fitted the same
 # surface with the same robust (Huber) loss, and obtained $E = 1.8172$, $A_N = 482.01$,

@@ -109,7 +109,7 @@ print(f"to be worth {target / 1e9:.0f}B fresh tokens: {1 + R_needed:.2f} passes 
       f"(ceiling of this corpus: {U_ex * (1 + R_STAR_D) / 1e9:.0f}B)")
 
 # %% [markdown]
-# Three passes lose about 6% of their value: close to free. The quarter-value point comes after
+# Three passes lose about 4% of their value: close to free. The quarter-value point comes after
 # about 22 passes; the target of 300B is reachable (the corpus's ceiling is 820B) but costs more
 # passes than the six that fresh data would need. As an expression in the total tokens $D$ (with
 # $R_D = D/U_D - 1$), the example's effective data is:

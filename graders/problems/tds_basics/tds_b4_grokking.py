@@ -4,11 +4,13 @@ The term. Grokking (Power, Burda, Edwards, Babuschkin and Misra, "Grokking: Gene
 Beyond Overfitting on Small Algorithmic Datasets", 2022, arXiv 2201.02177) is generalisation that
 arrives long after the training set is fitted: on small modular-arithmetic tables the training
 accuracy reaches ~100% within about 10^3 optimisation steps while the validation accuracy stays
-near chance, and reaches ~100% only after about 10^5 steps or more (their Fig. 1, with a log-scaled
-step axis). The word names that delay.
+near chance until about 10^5 steps, and reaches ~100% only near 10^6 (their Fig. 1, with a
+log-scaled step axis: "it takes close to 10^6 steps for validation accuracy to reach that level, and
+we see very little evidence of any generalization until 10^5 steps"). The word names that delay.
 
 The computed check, on a logged run (steps at which the log was written, training and validation
-accuracy there; the logs are made up, shaped like Fig. 1): `fit_step` (the first logged step whose
+accuracy there; the logs are made up, shaped like Fig. 1 but with shorter delays, of 100 to
+256 times against its thousand): `fit_step` (the first logged step whose
 training accuracy is at least `threshold`), `generalise_step` (the same for validation accuracy),
 and `delay_factor` (generalise_step / fit_step, how many times longer generalisation took).
 """

@@ -23,7 +23,8 @@ edge of stability, a near-tie, a negative eigenvalue near initialisation). Answe
 `rayleigh_error_expr` (in rho, k), `iterations_expr` (in rho, tol), `found_eigenvalue`,
 `convergence_ratio`, `iterations_estimate` (ceil of the leading-order count), `iterations_needed`
 (the fewest k with relative error <= tol, exactly), `stop_iteration` and `error_at_stop` (where
-PyHessian's rule stops, capped at max_iter - 1, and the true relative error there).
+PyHessian's rule stops, capped at max_iter - 1, and the true relative error of R_k there; PyHessian's
+code itself returns R_(k-1) on stopping, the estimate before the last, which the notebook says).
 """
 from __future__ import annotations
 

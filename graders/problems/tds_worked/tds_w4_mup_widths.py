@@ -86,9 +86,9 @@ class MupWidthsWorked(Problem):
     # B: the paper's BERT transfer (a 13M proxy for BERT-large): base 128, targets 512, BERT-base
     #    768 and BERT-large 1024; Adam rate 1e-4 and init std 0.02 as in Devlin et al. 2019.
     # C: the widths of Cerebras-GPT (Dey et al. 2023), whose muP runs used a narrow proxy: 111M
-    #    (d_model 768, from its model card), 1.3B and 13B (GPT-3 shapes, 2048 and 5120), from a
-    #    256-wide proxy; rate 6e-3 and stds 0.08 are proxy values of the usual muP size, chosen
-    #    for the exercise, not taken from the paper.
+    #    (d_model 768, from its model card), 1.3B and 13B (2048 and 5120, Cerebras-GPT's own; GPT-3
+    #    13B's is 5140), from a 256-wide proxy; rate 6e-3 and stds 0.08 are the muP base values
+    #    Cerebras-GPT reports for that proxy.
     # D: Llama 2's widths (Touvron et al. 2023: 7B 4096, 13B 5120, 70B 8192) from a 512-wide
     #    proxy; rate 3e-4 as Llama 2 7B's, std 0.02, and a readout std of 0.004 (a fifth of it,
     #    as proxies often start the readout small).
