@@ -55,6 +55,7 @@ REFUSED_WORDS = {
         "twice", "double", "doubled", "triple", "third", "thirds", "quarter", "quarters", "square",
         "squared", "cube", "cubed", "root", "reciprocal", "inverse", "inverted", "invert",
         "swapped", "swap", "flipped", "factor", "power", "powers", "times", "fold",
+        "way round", "wrong way", "other way", "upside down", "reversed", "opposite",
     ),
     "a unit conversion": (
         "convert", "converted", "conversion", "divide", "divided", "division", "multiply",

@@ -21,6 +21,7 @@ from graders.problems import get
     "the answer was divided by 2**30.",      # gib-not-bytes
     "the interval is √(2δΘ).",               # e06 young-without-2
     "the ratio is inverted.",                # inverted-ratio
+    "which way round the batch ratio of the rule is formed.",   # tds-b8, the same inversion in other words
     "a percentage, not a fraction.",         # percent-not-fraction
     "in hours, not days.",                   # seconds-/hours-not-days
     "the threshold is 2/S.",                 # tds-e1

@@ -34,9 +34,10 @@ print(f"tokens: {example_tokens:,.0f}, sequences of {example_T}: {example_sequen
 # *same* Dolma bytes with the GPT-NeoX tokenizer: Gutenberg becomes 5.2B tokens ($r = 3.92$)
 # and the whole corpus 2,668B tokens, against 3,059B Llama tokens in Dolma's own Table 1.
 # "Three trillion tokens" is the Llama count of 11,519 GB; a token count without its
-# tokenizer is not a size. Code compresses worst (Dolma's GitHub: $1043/342 = 3.05$ bytes
-# per GPT-NeoX token), Reddit best among these ($339/80 = 4.24$). Dolma's "GB" are read
-# here as $10^9$ bytes.
+# tokenizer is not a size. Under the GPT-NeoX tokenizer code compresses worst of Dolma's
+# sources (fewest bytes per token), and Reddit's posts compress better than code but worse
+# than the corpus as a whole: variants B and C, whose token counts OLMo's Table 2 prints and
+# you will compute. Dolma's "GB" are read here as $10^9$ bytes.
 #
 # ## Your variant
 #
@@ -68,7 +69,8 @@ print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 # The variants: **A** Dolma's Wikipedia + Wikibooks with the Llama tokenizer (Dolma Table 1);
 # **B** Dolma's GitHub code and **C** its Reddit posts, both with the GPT-NeoX tokenizer
 # (OLMo Table 2); **D** Tiny Shakespeare, one 1,115,394-byte file that nanoGPT's
-# `data/shakespeare` turns into 338,025 GPT-2 tokens.
+# `data/shakespeare` turns into GPT-2 tokens (its `prepare.py` prints the exact count, which
+# your estimate from the bytes should come close to).
 #
 # For your variant compute
 # - `dataset_tokens`: the dataset's size in tokens (a float is fine: it is an estimate);

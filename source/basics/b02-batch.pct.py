@@ -35,8 +35,8 @@ print(f"micro-batches     B/(b*P)   = {ex_B // (ex_b * ex_P)}")
 
 # %% [markdown]
 # **What the sources print.** Papers round the batch in tokens: BLOOM's launch script
-# comments its 2048 × 2048 batch as "4.2M tokens", and Llama 3's Table 4 prints "16M" for
-# $64 \times 32 \times 8192 = 16{,}777{,}216$. GPT-NeoX-20B's paper (Black et al. 2022) says
+# comments its 2048 × 2048 batch as "4.2M tokens", and Llama 3's Table 4 prints "16M" for a
+# batch that variant B counts exactly. GPT-NeoX-20B's paper (Black et al. 2022) says
 # "1538 contexts of 2048 tokens", but its published config gives 1536 (variant C works it
 # out), and 1538 does not even divide evenly among its data-parallel replicas.
 # Recompute a batch from the config before you divide by it.

@@ -37,9 +37,9 @@ print(f"tokens seen:         {ex_max_iters * ex_tokens_per_iter:,}")
 
 # %% [markdown]
 # 294.9 billion tokens: the comment's "300B" is rounded by 1.7%. **What the sources print**
-# elsewhere is exact: the Pythia README says each model "saw 299,892,736,000 ~= 299.9B
-# tokens", with checkpoints "every 2,097,152,000 ~= 2B tokens", that is every 1000 steps of
-# $1024 \times 2048$ tokens; TinyLlama names its checkpoints by steps and tokens
+# elsewhere is exact: the Pythia README counts each model's tokens seen to the last token
+# (variant A reproduces it), with a checkpoint every 1000 steps of $1024 \times 2048$ tokens;
+# TinyLlama names its checkpoints by steps and tokens
 # (`TinyLlama-1.1B-intermediate-step-480k-1T`: $480{,}000 \times 2{,}097{,}152 = 1.007$
 # trillion tokens).
 #

@@ -64,13 +64,13 @@ params = VARIANTS[VARIANT]
 print(f"Student {STUDENT}: variant {VARIANT}: {params}")
 
 # %% [markdown]
-# The runs: **A** nanoGPT's character-level Shakespeare model. Its README prints a best
-# validation loss of 1.4697, on the 111,540 validation characters, one byte and one token
-# each. **B** the same Shakespeare validation text under GPT-2's BPE (36,059 tokens), scored
+# The runs: **A** nanoGPT's character-level Shakespeare model, whose README prints its best
+# validation loss (your `mean_nll` should reproduce it), on the 111,540 validation
+# characters, one byte and one token each. **B** the same Shakespeare validation text under GPT-2's BPE (36,059 tokens), scored
 # by a fine-tuned GPT-2. **C** a 100 MB shard of the Pile test set under GPT-2's tokenizer
-# (the Pile paper's 0.29335 tokens per byte), at the loss that gives GPT-3 davinci's printed
-# 0.7177 bits per byte. **D** OpenWebText's validation split (4,434,897 tokens) scored by
-# the released GPT-2 XL, which nanoGPT's README lists at train loss 2.56 and val loss 2.54.
+# (the Pile paper's 0.29335 tokens per byte), at the loss that gives GPT-3 davinci's bits per
+# byte as the Pile paper's table prints it. **D** OpenWebText's validation split (4,434,897
+# tokens) scored by the released GPT-2 XL, whose train and val losses nanoGPT's README lists.
 # The byte count in D is an estimate. The training losses of A to C are illustrative.
 #
 # Compute, for your variant:

@@ -71,21 +71,19 @@ plt.show()
 # %% [markdown]
 # ## 2. What the sources print
 #
-# - nanoGPT's `config/train_gpt2.py` (Karpathy) states its batch as
-#   "12 batch size * 1024 block size * 5 gradaccum * 8 GPUs = 491,520" tokens, the
+# - nanoGPT's `config/train_gpt2.py` (Karpathy) states its batch in tokens as a product of
+#   the micro-batch, the block size, the accumulation steps and the GPUs, aiming at the
 #   "~0.5M" tokens per step of GPT-3 Small. In nanoGPT's own code the configured
-#   `gradient_accumulation_steps = 5 * 8` is the total over devices and is divided by the
-#   world size, leaving 5 per device: read a config's accumulation count carefully.
+#   `gradient_accumulation_steps` is the total over devices and is divided by the world
+#   size: read a config's accumulation count carefully (variant C is this run).
 # - GPT-3's Table 2.1 (Brown et al. 2020) lists a batch of "3.2M" tokens for the 175B model,
 #   with 2048-token contexts. The paper gives no sequence count. The configuration
-#   Narayanan et al. (2021, Table 1) use for a 175B GPT is 1536 sequences, or
-#   $1536 \times 2048 = 3{,}145{,}728$ tokens, which the table's two significant figures
-#   round to 3.1M, not 3.2M. Quoted batch sizes are rounded. Recompute them from sequences
-#   × length before you divide by them.
-# - The Pythia README (Biderman et al. 2023) counts 299,892,736,000 tokens seen, with a
-#   checkpoint every 2,097,152,000 tokens. Those are exactly 143,000 steps and 1,000 steps of
-#   $1024 \times 2048 = 2{,}097{,}152$ tokens. The "300B tokens" quoted for Pythia is
-#   this number, rounded.
+#   Narayanan et al. (2021, Table 1) use for a 175B GPT is 1536 sequences (variant B); count
+#   its tokens and round them to two significant figures, and you will not get 3.2M. Quoted
+#   batch sizes are rounded. Recompute them from sequences × length before you divide by them.
+# - The Pythia README (Biderman et al. 2023) counts the tokens seen to the last token, and
+#   a checkpoint every 1,000 steps: exactly 143,000 steps of 1024 sequences of 2048 tokens
+#   (variant D's batch). The "300B tokens" quoted for Pythia is that count, rounded.
 #
 # ## 3. Your variant
 #

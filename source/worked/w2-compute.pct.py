@@ -100,13 +100,13 @@ print(f"1T model: {one_t / 86_400:.1f} days")
 #
 # The GPT-3 paper counts differently: its Table D.1 prices each model at 6 FLOPs per
 # parameter per token (no recomputation, attention ignored) over 300 billion tokens. Its
-# 175B row uses 174,600 million parameters. We recompute the whole table and set the
-# printed values beside ours.
+# 175B row uses 174,600 million parameters. We recompute the table and set the printed
+# values beside ours (XL's row is left out: variant A works it out).
 
 # %%
 table_d1 = {  # model: (parameters in millions, printed total train compute: PF-days, FLOPs)
     "Small": (125, "2.60E+00", "2.25E+20"), "Medium": (356, "7.42E+00", "6.41E+20"),
-    "Large": (760, "1.58E+01", "1.37E+21"), "XL": (1320, "2.75E+01", "2.38E+21"),
+    "Large": (760, "1.58E+01", "1.37E+21"),
     "2.7B": (2650, "5.52E+01", "4.77E+21"), "6.7B": (6660, "1.39E+02", "1.20E+22"),
     "13B": (12850, "2.68E+02", "2.31E+22"), "175B": (174600, "3.64E+03", "3.14E+23"),
 }

@@ -74,7 +74,7 @@ class LinearScalingRuleBasics(Problem):
                 "the ratio was taken as B_0 / B; a bigger batch averages more gradients, so the rule moves the "
                 "rate the same way as the batch, k = B / B_0.",
                 lambda q: _changed(q, inverted=True),
-                instant="which way round the batch ratio of the rule is formed."),
+                instant="how the linear scaling rule ties the rate to the batch."),
         Mistake("square-root-as-linear",
                 "the square-root rule was applied where the linear rule was asked; Goyal et al.'s rule multiplies "
                 "the rate by k itself.",
