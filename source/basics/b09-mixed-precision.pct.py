@@ -84,7 +84,8 @@ for x in [65504.0, 65519.0, 65520.0, 3.0e-8, 2.9e-8, 1e-41]:
 # - **Llama-2-7B** (variants C and D). Touvron et al., *Llama 2* (2023), §2.2 and Table 1, keep
 #   Llama 1's architecture (pre-norm RMSNorm, SwiGLU, rotary embeddings; for 7B: 32 layers,
 #   width 4096, 32 heads, 4k context), and the released model's SwiGLU width is $f = 11008$
-#   ($\tfrac{2}{3}4h$ rounded up to a multiple of 256; Touvron et al., *LLaMA*, 2023, §2.2).
+#   ($\tfrac{2}{3}4h$, Touvron et al., *LLaMA*, 2023, §2.2, rounded up to a multiple of 256 in
+#   the released code).
 #   We assume what such a run does: **no dropout** (the models have none), and **flash
 #   attention**, so no $s \times s$ scores are stored; backward keeps the query, key and value
 #   tensors and the attention output, which is also the output projection's input. Per layer

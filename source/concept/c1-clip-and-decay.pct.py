@@ -25,8 +25,10 @@
 # where $M$ is the threshold (`max_norm`). On an ordinary step $c_t = 1$ and nothing
 # happens. Clipping *acts* on step $t$ exactly when $c_t < 1$; note that a norm exactly
 # equal to $M$ already gives $c_t = M/(M + 10^{-6}) < 1$. That $10^{-6}$ is torch's guard
-# against dividing by zero, not part of the idea: no threshold in this notebook lies within
-# half a percent of a norm, so "the norm is above $M$" and "$c_t < 1$" pick the same steps.
+# against dividing by zero, not part of the idea: no threshold of the graded variants lies
+# within half a percent of a norm, so there "the norm is above $M$" and "$c_t < 1$" pick the
+# same steps. (The worked example below is the exception: two of its norms are exactly 0.50, its
+# threshold of 0.5 clips them by a hair, and they count as clipped.)
 # After clipping the bar is
 # $c_t\|g_t\|$ tall: unchanged on ordinary steps, (almost exactly) $M$ on clipped ones.
 #

@@ -16,7 +16,7 @@
 #
 # Sources: Chen, Xu, Zhang and Guestrin, *Training Deep Nets with Sublinear Memory Cost*
 # (2016), the idea and its $O(\sqrt{n})$ schedule; Korthikanti et al., *Reducing Activation
-# Recomputation in Large Transformer Models* (2022), Table 2 and §4 (selective
+# Recomputation in Large Transformer Models* (2022), Table 2 and §5 (selective
 # recomputation); the PyTorch documentation of `torch.utils.checkpoint` and of
 # `torch.autograd.graph.saved_tensors_hooks`.
 

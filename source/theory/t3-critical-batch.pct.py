@@ -258,10 +258,12 @@ plt.show()
 # 4 points, one for each of the following (half points allowed):
 # 1. Places the largest candidate relative to $B_{crit} \approx B_{noise}$ (it is above it in every
 #    variant) and concludes that doubling gives little: quotes its doubling speedup from
-#    `doubling_speedups` (between about 1.05 and 1.15 in the four variants) or equivalently says the
-#    steps fall by only a few percent, nowhere near half.
+#    `doubling_speedups` (about 1.05 to 1.15 in variants A to C, 1.28 in D, whose largest batch is
+#    nearest the bend) or equivalently says the steps fall by a few percent (about a fifth in D),
+#    nowhere near half.
 # 2. States the cost: above the bend $E = E_{min}(1 + B/B_{noise})$ grows almost in proportion to
-#    $B$, so doubling the batch nearly doubles the compute (examples) for the same target; quotes a
+#    $B$, so doubling the batch nearly doubles the compute (examples) for the same target (about 1.6
+#    times in D); quotes a
 #    number (e.g. from `examples`, or E/E_min = 1 + B/B_noise for the doubled batch).
 # 3. Gives the mechanism: the mini-batch gradient's noise is $\operatorname{tr}\Sigma/B$; once $B$
 #    exceeds $B_{noise}$ that noise is already smaller than the signal $|G|^2$, so averaging more

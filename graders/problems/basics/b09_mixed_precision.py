@@ -40,7 +40,8 @@ A counts the floating-point values saved for backward. Dropout masks are saved t
 - Llama-2-7B variants (C, D): the architecture of Touvron et al. 2023, "Llama 2", section 2.2
   and Table 1 (Llama 1's architecture: pre-norm RMSNorm, SwiGLU, rotary embeddings; 7B: 32
   layers, width 4096, 32 heads, 4k context), with the SwiGLU width 11008 of the released
-  model (2/3 * 4h rounded up to a multiple of 256, Touvron et al. 2023a, section 2.2). It has
+  model (Touvron et al. 2023a, section 2.2, gives 2/3 * 4h; the released code rounds it up to a
+  multiple of 256, its `multiple_of`). It has
   no dropout, and with flash attention no s x s scores are stored: backward keeps Q, K, V and
   the output O (which is also the output projection's input). Per layer, in values: two
   RMSNorm inputs and two outputs 4sbh, Q, K, V 3sbh, O sbh, and the SwiGLU's gate

@@ -22,7 +22,7 @@ The model is checked against torch.optim.AdamW itself in the tests (a few percen
 steady-state approximation m/sqrt(v) ~ mu/sqrt(mu^2 + sigma^2)).
 
 Variant hyper-parameters (lr, weight decay, run length in steps): LLaMA-7B (Touvron et al. 2023,
-§2.2 and Table 2: 3.0e-4, 0.1, 1.0T tokens at 4M tokens per step), GPT-3 175B (Brown et al. 2020,
+§2.3 and Table 2: 3.0e-4, 0.1, 1.0T tokens at 4M tokens per step), GPT-3 175B (Brown et al. 2020,
 Table 2.1 and Appendix B: 0.6e-4, 0.1, 300B tokens at 3.2M tokens per step), BERT-base (Devlin et al.
 2019, Appendix A.2: 1e-4, 0.01, 1M steps), DeiT-B (Touvron et al. 2021, Table 9: 5e-4 x 1024/512
 = 1e-3, 0.05, 300 epochs of ImageNet-1k at batch 1024). The gradient statistics, thresholds and
