@@ -20,10 +20,14 @@ _MARK = {PASS: "✓", FAIL: "✗", INVALID: "✗", UNDECIDED: "?"}
 UNDECIDED_MIME = "application/vnd.chapter.undecided+json"
 
 
-def cell_waits(variant: str, points: float) -> str:
+def points(amount: float) -> str:
+    """An amount of points in words: "1 point", "0.5 points", "2 points"."""
+    return f"{amount:g} point{'' if amount == 1 else 's'}"
+
+
+def cell_waits(variant: str, worth: float) -> str:
     """The first line of a test cell left for a person: no score is given yet."""
-    return (f"Variant {variant}: not graded yet; your instructor will grade the {points:g} "
-            f"{'point' if points == 1 else 'points'} of this cell")
+    return f"Variant {variant}: not graded yet; your instructor will grade the {points(worth)} of this cell"
 
 
 def some(names: list[str], most: int = 10) -> str:

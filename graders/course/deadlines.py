@@ -38,6 +38,7 @@ from pathlib import Path
 from nbgrader.plugins import LateSubmissionPlugin
 
 from graders.course.pages import Preprocessor     # nbconvert's, on by default as nbgrader needs
+from graders.feedback import points
 
 FILE = "deadlines.toml"
 UNITS = {"hour": 3600.0, "day": 86400.0}
@@ -303,8 +304,7 @@ def due_sentence(due: datetime | None, extension: timedelta | None, handed_in: d
         text += f" Handed in {handed_in:%Y-%m-%d %H:%M} UTC"
         if seconds_late > 0:
             late = seconds_late / 3600
-            points = f"{penalty:g} point{'' if penalty == 1 else 's'}"
-            text += f", {late:.1f} h late" + (f": a late penalty of {points} on this notebook."
+            text += f", {late:.1f} h late" + (f": a late penalty of {points(penalty)} on this notebook."
                                               if penalty else ", with no penalty.")
         else:
             text += ", on time."
@@ -370,10 +370,8 @@ def schedule_sentence(schedule: Schedule | None) -> str:
         cost = f"{_share(schedule.amount)} of the notebook's score for {unit}"
         most = "" if schedule.cap >= 1 else f", at most {_share(schedule.cap)}"
     else:
-        points = f"{schedule.amount:g} point{'' if schedule.amount == 1 else 's'}"
-        cost = f"{points} for {unit}"
-        most = (f", at most {schedule.cap:g} point{'' if schedule.cap == 1 else 's'}"
-                if math.isfinite(schedule.cap) else "")
+        cost = f"{points(schedule.amount)} for {unit}"
+        most = f", at most {points(schedule.cap)}" if math.isfinite(schedule.cap) else ""
     return f"Work handed in {after} loses {cost}{most}, and never more than it scored."
 
 

@@ -32,7 +32,7 @@ import re
 from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades, NbGraderPreprocessor, SaveAutoGrades
 
-from graders.feedback import UNDECIDED_MIME
+from graders.feedback import UNDECIDED_MIME, points
 from graders.notebook import STUDENT_ENV
 
 
@@ -134,5 +134,4 @@ def not_graded_shown(page: str, waits: dict[str, float]) -> str:
         page = re.sub(rf'(<a name="{anchor}"></a>\s*<div class="panel-heading">(?:(?!</div>).)*?){_SCORE}',
                       r"\1Not graded yet (out of \2)", page, count=1, flags=re.DOTALL)
     waiting = sum(waits.values())
-    return _TOTAL.sub(lambda m: f"{m[1]}(Score: {m[2]} / {m[3]}; {waiting:g} "
-                                f"{'point' if waiting == 1 else 'points'} not graded yet){m[4]}", page, count=1)
+    return _TOTAL.sub(lambda m: f"{m[1]}(Score: {m[2]} / {m[3]}; {points(waiting)} not graded yet){m[4]}", page, count=1)
