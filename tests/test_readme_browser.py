@@ -27,7 +27,7 @@ import pytest
 
 from tests.course.test_browser import (ARTIFACTS, Lab, browser, formgrader_action, only_student_tools,  # noqa: F401
                                 page, quiet_news, run_menu, shot)
-from tests.course.test_offline_pages import RAW_FORMULAS, offline
+from tests.course.test_offline_pages import NBCONVERT_MATHJAX, RAW_FORMULAS, offline
 from tests.test_readme_paths import (COURSE_ID, REPO, clean_env, commands, fresh_course, readme_section,
                                      run, steps, student_setup)
 from graders.engine.course_dir import exchange_root
@@ -104,9 +104,6 @@ def test_the_students_lab_as_the_readme_sets_it_up(tmp_path, page):  # noqa: F81
 
 
 # --- the instructor --------------------------------------------------------------------
-
-NBCONVERT_MATHJAX = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"
-
 
 def hidden_test_lines() -> list[str]:
     """The lines between BEGIN and END HIDDEN TESTS in w1-memory's source notebook."""

@@ -36,6 +36,12 @@ from graders.course.contract import STRANDS, Concept, load_chapters, load_contra
 from graders.variants import LABELS, student_for
 
 CELL_TIMEOUT = 120  # seconds; a solution that takes longer is a bug in the solution
+# nbconvert's lab page without the scripts it loads from a CDN (require.js, MathJax, and mermaid
+# when a cell has a diagram): the formulas are MathML already, and the site reads offline
+PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}"""
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;
@@ -127,6 +133,7 @@ def render_variant(job: Job) -> str:
     code without nbgrader's markers, each cell's outputs and figures, and after each solution
     cell the values it computed for this variant."""
     import nbformat
+    from jinja2 import DictLoader
     from nbclient import NotebookClient
     from nbconvert import HTMLExporter
     from traitlets.config import Config
@@ -170,7 +177,8 @@ def render_variant(job: Job) -> str:
     nb.metadata["title"] = f"{job.notebook.split('/')[-1]} · variant {job.label}"
     # figures are outputs, embedded as data URIs anyway; embed_images would re-parse each markdown
     # cell's HTML to inline <img> files (the chapter's markdown has none) and empty its MathML
-    exporter = HTMLExporter(template_name="lab", embed_images=False)
+    exporter = HTMLExporter(template_name="lab", template_file="site.html.j2", embed_images=False,
+                            extra_loaders=[DictLoader({"site.html.j2": PAGE_TEMPLATE})])
     exporter.register_preprocessor(MathMLPreprocessor, enabled=True)
     exporter.register_preprocessor(FeedbackStyle, enabled=True)
     body, _ = exporter.from_notebook_node(nb)

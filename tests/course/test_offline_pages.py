@@ -22,6 +22,9 @@ from tests.course.test_site import render_site
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
+# the MathJax <script> that nbconvert's templates (and so nbgrader's feedback) still carry: the only
+# request to the network a page may try, since the MathML formulas do not need it
+NBCONVERT_MATHJAX = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/"
 
 # text of the page outside code, with a formula still written as TeX
 RAW_FORMULAS = r"""el => {
@@ -69,7 +72,7 @@ def test_formgrader_and_feedback_read_offline(graded_course, page):
     env = {k: v for k, v in os.environ.items() if k not in ("JUPYTERHUB_USER", "CHAPTER_ROOT")}
     env.update(HOME=str(home), JUPYTER_CONFIG_DIR=str(home / ".jupyter"), PYTHONWARNINGS="ignore")
     lab = Lab(graded_course, env, ARTIFACTS / "offline-lab.log")
-    offline(page)
+    tried = offline(page)
     try:
         # formgrader: grace's submission (right expression, wrong numbers)
         page.goto(lab.url("/formgrader"))    # sets the login cookie for the whole server
@@ -121,6 +124,8 @@ def test_formgrader_and_feedback_read_offline(graded_course, page):
         page.screenshot(path=str(ARTIFACTS / "offline-feedback-table.png"))
         mistake.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / "offline-feedback-mistake.png"))
+        # nothing but the MathJax <script> of nbconvert's templates (which the MathML does not need)
+        assert all(url.startswith(NBCONVERT_MATHJAX) for url in tried), tried
     finally:
         lab.stop()
 
@@ -145,7 +150,7 @@ def w1_site(graded_course):
 
 
 def test_site_reads_offline(w1_site, page):
-    offline(page)
+    tried = offline(page)
     page.goto(w1_site + "worked/w1-memory/C.html")
     page.locator("math").first.wait_for(state="attached")
     body = page.locator("body")
@@ -159,3 +164,4 @@ def test_site_reads_offline(w1_site, page):
     page.locator("pre.status").wait_for()
     assert page.get_by_text("not rendered in this partial build").count() > 0
     page.screenshot(path=str(ARTIFACTS / "offline-site-index.png"))
+    assert tried == [], tried     # the site carries what it needs

@@ -53,6 +53,7 @@ def test_site_for_w1_memory(two_item_course):
         assert "__site_show" not in page and "per_device_expr</span> <span class=\"o\">=" in page, \
             "the solution's own code is shown, not the code that shows its values"
         assert not re.search(r'<img[^>]+src="(?!data:)', page), "figures are embedded"
+        assert not re.search(r'<script[^>]+src=|https?://cdn', page), "nothing is loaded from a CDN"
         # the reader sees the numbers of this variant, as the reference computes them
         answers = problem.solve(problem.variants[label])
         assert f"bytes_per_param = {answers['bytes_per_param']}" in page
