@@ -163,3 +163,20 @@ def test_no_module_uses_another_modules_private_names():
     found = {str(p.relative_to(GRADERS.parent)): crossings for p in GRADERS.rglob("*.py")
              if "__pycache__" not in p.parts and (crossings := private_crossings(p))}
     assert not found, found
+
+
+def test_the_readers_see_what_the_rules_forbid(tmp_path):
+    """The rules above pass only if their readers find imports: a module of the library written
+    with an upward import, a function-level one and a private crossing is caught by each."""
+    bad = GRADERS / "problems" / "common" / "_layers_probe.py"     # read here, never written there
+    text = ("from graders.engine import grading\n"
+            "def f():\n    from graders.course import report\n    return grading._quiet, report\n"
+            "from graders.symbolic import _TEXT\n")
+    probe = tmp_path / "probe.py"
+    probe.write_text(text)
+    found = imports_of(probe)
+    assert {"graders.engine.grading", "graders.course.report"} <= found, found
+    upward = [t for t in found if LAYERS.index(layer_of(t)) > LAYERS.index(layer_of(module_name(bad)))]
+    assert upward, found
+    crossings = private_crossings(probe)
+    assert any("grading._quiet" in c for c in crossings) and any("import _TEXT" in c for c in crossings), crossings

@@ -1,4 +1,5 @@
 """Symbolic checks: mathematical equality, safe reading, clear messages, bounded time."""
+import os
 import time
 
 import pytest
@@ -60,9 +61,17 @@ def test_non_expressions_are_invalid_with_a_reason(answer, words):
     "Integer(" + "9" * 100 + ")",
     "Mul(" * 3000 + ")" * 3000,
 ])
-def test_untrusted_text_is_never_evaluated(text, tmp_path):
+def test_untrusted_text_is_never_evaluated(text, tmp_path, monkeypatch):
+    import builtins
+    calls = []
+    for owner, name in ((builtins, "eval"), (builtins, "exec"), (os, "system")):
+        real = getattr(owner, name)
+        monkeypatch.setattr(owner, name, lambda *a, _n=name, _r=real, **k: calls.append(_n) or _r(*a, **k))
+    pwned = tmp_path / "pwned"
     with pytest.raises(ExpressionError):
-        from_srepr(text, S)
+        from_srepr(text.replace("/tmp/pwned", str(pwned)), S)
+    monkeypatch.undo()
+    assert calls == [] and not pwned.exists(), calls
 
 
 def test_the_reader_builds_the_expression_srepr_describes():

@@ -369,33 +369,31 @@ def test_instructor_collects_grades_and_returns_feedback(course, page):
         shot(page, "instructor-02-scores")
 
         # grade the theory task cell by hand, reading its rubric
-        if not tasks:
-            print(f"no task cell in source/theory/{THEORY}: manual grading step skipped")
-        else:
-            task = tasks[0]
-            page.goto(lab.url(f"/formgrader/gradebook/theory/{THEORY}"))
-            page.locator("tr", has_text=STUDENT).locator("a").first.click()
-            page.locator(f"input.score#{task}").wait_for()
-            page.get_by_text("MARK SCHEME").first.wait_for()   # the rubric is on the page
-            page.get_by_text("k_rescue <= k_max").first.wait_for()  # and the student's answer
-            page.get_by_text('<img src=x onerror="document.body.dataset.ran = 1">').first.wait_for()
-            assert page.evaluate("document.body.dataset.ran") is None, "a student's markup ran in formgrader"
-            score_box = page.locator(f"input.score#{task}")
-            score_box.scroll_into_view_if_needed()
-            score_box.fill("3")
-            page.locator(f"textarea#{task}-comment").fill("Items 1, 2 and 4 right; 3 without your numbers.")
-            score_box.press("Tab")
-            page.wait_for_timeout(1500)
-            shot(page, "instructor-03-manual-grade")
-            deadline = time.monotonic() + 30
-            while True:
-                with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-                    grade = gb.find_grade(task, THEORY, "theory", STUDENT)
-                    manual = grade.manual_score
-                if manual == 3 or time.monotonic() > deadline:
-                    break
-                time.sleep(0.5)
-            assert manual == 3, manual
+        assert tasks, f"no task cell in source/theory/{THEORY}: nothing to grade by hand"
+        task = tasks[0]
+        page.goto(lab.url(f"/formgrader/gradebook/theory/{THEORY}"))
+        page.locator("tr", has_text=STUDENT).locator("a").first.click()
+        page.locator(f"input.score#{task}").wait_for()
+        page.get_by_text("MARK SCHEME").first.wait_for()   # the rubric is on the page
+        page.get_by_text("k_rescue <= k_max").first.wait_for()  # and the student's answer
+        page.get_by_text('<img src=x onerror="document.body.dataset.ran = 1">').first.wait_for()
+        assert page.evaluate("document.body.dataset.ran") is None, "a student's markup ran in formgrader"
+        score_box = page.locator(f"input.score#{task}")
+        score_box.scroll_into_view_if_needed()
+        score_box.fill("3")
+        page.locator(f"textarea#{task}-comment").fill("Items 1, 2 and 4 right; 3 without your numbers.")
+        score_box.press("Tab")
+        page.wait_for_timeout(1500)
+        shot(page, "instructor-03-manual-grade")
+        deadline = time.monotonic() + 30
+        while True:
+            with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+                grade = gb.find_grade(task, THEORY, "theory", STUDENT)
+                manual = grade.manual_score
+            if manual == 3 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert manual == 3, manual
 
         # feedback, generated through formgrader
         page.goto(lab.url("/formgrader"))

@@ -57,7 +57,7 @@ def test_local_and_cluster_grading_keep_the_same_evidence(tmp_path, postgres_db,
     assert w1[("ada", "per_device_bytes")] == ("pass", None)
     assert w1[("grace", "bytes_per_param")] == ("fail", "no-master-copy")
     assert w1[("grace", "per_device_expr")] == ("pass", None)
-    assert all(s != "alan" or status != "pass" for (s, _), (status, _) in w1.items())
+    assert any(s == "alan" for s, _ in w1) and all(s != "alan" or status != "pass" for (s, _), (status, _) in w1.items())
     keys = [r[:4] for r in local_rows]
     assert len(keys) == len(set(keys))
     rerun = ag.autograde(local, ASSIGNMENT, workers=2, progress=False, out=None, force=True)

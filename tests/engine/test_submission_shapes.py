@@ -88,6 +88,17 @@ def misshapen(path: Path) -> None:
     path.write_text(json.dumps(nb))
 
 
+def retitled(path: Path) -> None:
+    """The correct notebook with every locked cell edited (a note added), its first heading kept:
+    no locked cell is there as released, and only the title says which item it is."""
+    nb = json.loads(path.read_text())
+    for cell in nb["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("locked"):
+            note = "\n(my note)" if cell["cell_type"] == "markdown" else "\n# my note"
+            cell["source"] = "".join(cell["source"]) + note
+    path.write_text(json.dumps(nb))
+
+
 def hand_in(course: Path, student: str, files: dict) -> Path:
     """submitted/<student>/worked/ holding `files` (name -> "correct", a function that changes the
     correct notebook, a path to copy, or text)."""
@@ -123,6 +134,7 @@ CLASS = {
     "crowded": {f"{NB}.ipynb": crowded},
     "sketched": {f"{NB}.ipynb": sketched, "timestamp.txt": GOOD_TIME},
     "misshapen": {f"{NB}.ipynb": misshapen, "timestamp.txt": GOOD_TIME},
+    "retitled": {f"{NB}.ipynb": retitled, "timestamp.txt": GOOD_TIME},
 }
 
 
@@ -250,9 +262,13 @@ def test_the_courses_working_state_is_the_instructors_alone(graded):
 
 
 def test_a_notebook_of_this_item_is_never_taken_for_another(graded):
-    """The foreign check must not catch an honest notebook whose title is its own."""
+    """The foreign check must not catch an honest notebook whose title is its own, even with none
+    of its locked cells as released (the foreign check's own test is above)."""
     nb = nbformat.read(ROOT / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
     assert nb.cells[0].source.startswith(f"# {NB} ·")
+    got = notebook(graded["first"], "retitled")
+    assert got.score == FULL and got.status != "broken", (got.reasons, got.notes)
+    assert not any("not w1-memory" in r for r in got.reasons), got.reasons
 
 
 def test_an_image_of_a_missing_attachment_is_graded_and_gets_its_feedback(graded):

@@ -365,6 +365,8 @@ def test_the_notebook_and_its_children_are_in_its_group_in_every_hierarchy():
     so the notebook and what it forks are in the sandbox's group wherever the plan has one."""
     controllers = {("freezer" if what == "kill" else what) for what, (version, _) in PLAN.items()
                    if what != "error" and version == 1}
+    if not controllers:
+        pytest.skip("no cgroup v1 hierarchy on this machine: this test is about joining v1 through `tasks`")
     with Zygote(preload=()) as zygote:
         run = zygote.run(IN_GROUP, LIMITS)
     answers = run.cells[1]["answers"]
