@@ -303,7 +303,34 @@ def test_a_refusal_reads_no_link_or_fifo_for_its_secret(tmp_path, monkeypatch):
     worker.start()
     worker.join(10)
     assert done == [[None, None]]
-    assert "read_small" in serve.release_refusal.__code__.co_names
+    # and the refusal itself, with each in the submission's folder
+    from traitlets.config import Config
+    config = Config()
+    config.Exchange.root = str(tmp_path / "exchange")
+    config.CourseDirectory.course_id = "course"
+    for kind in ("link", "fifo"):
+        folder = f"maria+worked+2026-03-01 11:00:00.000000 UTC+{kind}"
+        source = tmp_path / "exchange" / "course" / "inbound" / folder
+        source.mkdir(parents=True)
+        if kind == "link":
+            (source / "submission_secret.txt").symlink_to(tmp_path / "secret")
+        else:
+            os.mkfifo(source / "submission_secret.txt")
+        outcome = []
+
+        def refuse():
+            try:
+                serve.release_refusal(config, tmp_path, "worked", folder, "refused", {"w1-memory": None})
+                outcome.append("written")
+            except ValueError as error:
+                outcome.append(str(error))
+
+        worker = threading.Thread(target=refuse, daemon=True)
+        worker.start()
+        worker.join(10)
+        assert outcome == ["the submission's secret is not a regular file"], (kind, outcome)
+        feedback = tmp_path / "exchange" / "course" / "feedback"
+        assert not feedback.exists() or not any(feedback.iterdir()), kind
 
 
 # -- enrolment: several courses on one hub ---------------------------------------------------------

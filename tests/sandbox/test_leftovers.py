@@ -134,14 +134,22 @@ def test_each_sandboxs_folder_is_removed_after_its_answer(tmp_path):
     from graders.sandbox.zygote import Limits, Zygote
     with Zygote(preload=(), isolate=False) as zygote:
         scratch = Path(zygote.dir, "scratch")
+        used = []
         for i in range(3):
-            run = zygote.run({"cells": [{"index": 0, "source": "open('made-here', 'w').write('x')"}], "env": {},
-                              "files": {}}, Limits(cell_seconds=20, notebook_seconds=60))
+            run = zygote.run({"cells": [{"index": 0, "source": "import os\nhere = os.getcwd()\n"
+                                                              "open('made-here', 'w').write('x')"},
+                                        {"index": 1, "source": "pass", "test": "t", "keys": ["here"]}],
+                              "env": {}, "files": {}}, Limits(cell_seconds=20, notebook_seconds=60))
             assert run.status == "ok" and not run.cells[0]["raised"], run
+            used.append(Path(run.cells[1]["answers"]["here"]["str"]))
+        # each ran in a folder of its own in the scratch, under the name looked for below
+        assert len(set(used)) == 3 and all(u.parent == scratch and u.name.startswith("chapter-sandbox-")
+                                            for u in used), used
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(p.name.startswith("chapter-sandbox-") for p in scratch.iterdir()):
             time.sleep(0.05)
         assert not [p.name for p in scratch.iterdir() if p.name.startswith("chapter-sandbox-")]
+        assert not any(u.exists() for u in used)
 
 
 def test_a_zygote_that_cannot_start_says_why_and_leaves_no_folder(tmp_path, monkeypatch):

@@ -24,9 +24,16 @@ def test_identity_is_the_pid_and_its_start_time():
     with open(f"/proc/{os.getpid()}/stat", "rb") as fh:
         start = fh.read().rsplit(b")", 1)[1].split()[19].decode()
     assert me == f"{os.getpid()}.{start}"
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    assert linux.identity(child.pid) is None or linux.identity(child.pid) != f"{child.pid}.{start}"
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with open(f"/proc/{child.pid}/stat", "rb") as fh:
+            its_start = fh.read().rsplit(b")", 1)[1].split()[19].decode()
+        alive = linux.identity(child.pid)
+        assert alive == f"{child.pid}.{its_start}" and alive != me
+    finally:
+        child.kill()
+        child.wait()
+    assert linux.identity(child.pid) != alive      # gone (None), or the number is another process's
 
 
 def test_a_zombie_is_not_alive():
