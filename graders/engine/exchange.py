@@ -14,7 +14,8 @@ course's `nbgrader_config.py` as `c.ExchangeFactory.collect`), by `chapter serve
   autograde`, `chapter serve` and `chapter report` show the instructor.
 - **Copying.** The copy follows no link and reads only regular files owned by the
   submitter (a link to the gradebook, a FIFO that would block a read forever, or a file
-  of someone else's is left out and named), within nbgrader's size limits.
+  of someone else's is left out and named), within nbgrader's size limits. It walks by
+  open folder descriptors, so a folder swapped while it runs cannot lead it elsewhere.
 - **Enrolment.** On a hub that serves several courses, every login may write into every
   course's inbound (nbgrader makes it 0733), and nbgrader's JupyterHubAuthPlugin refuses
   another course's fetch and submit only in the student's own process, which the student
@@ -179,17 +180,30 @@ def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
               owner: int | None = None) -> list[str]:
     """Copy the folder `src` to `dest` following no link; what was left out, one line each.
 
-    Only folders and regular files are copied, and with `owner` only files that uid owns;
-    `ignore(dir, names)` is nbgrader's ignore callable. Past `max_bytes` or MAX_ENTRIES the
-    rest is left out, and so is a folder nested more than MAX_DEPTH deep (the walk recurses).
+    Only folders and regular files are copied, and with `owner` only those that uid owns (`src`
+    itself included); `ignore(dir, names)` is nbgrader's ignore callable. Past `max_bytes` or
+    MAX_ENTRIES the rest is left out, and so is a folder nested more than MAX_DEPTH deep.
+
+    The walk holds each folder open and reaches what is in it through that descriptor, never by
+    its path again: the student owns the folders and may swap one for a link, or for another's
+    folder, between a look and a read. What is opened is checked once more (its own fstat: the
+    same file that was looked at, its kind and its owner), so a swap costs the file, never
+    copies another's.
     """
     left_out, total, count = [], 0, 0
+    folder_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK
+    file_flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 
-    def walk(here: str, there: str, rel: str, depth: int = 0):
+    def same(opened, seen) -> bool:
+        return ((opened.st_dev, opened.st_ino) == (seen.st_dev, seen.st_ino)
+                and stat.S_IFMT(opened.st_mode) == stat.S_IFMT(seen.st_mode)
+                and (owner is None or opened.st_uid == owner))
+
+    def walk(folder: int, here: str, there: str, rel: str, depth: int = 0):
         nonlocal total, count
         os.makedirs(there, exist_ok=True)
         try:
-            names = sorted(os.listdir(here))
+            names = sorted(os.listdir(folder))
         except OSError as exc:
             left_out.append(f"{rel or '.'}: not readable ({exc.strerror})")
             return
@@ -197,13 +211,13 @@ def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
         for name in names:
             if name in skipped:
                 continue
-            path, inner = os.path.join(here, name), shown_name(os.path.join(rel, name))
+            inner = shown_name(os.path.join(rel, name))
             count += 1
             if count > MAX_ENTRIES:
                 left_out.append(f"{inner}: more than {MAX_ENTRIES} files")
                 return
             try:
-                info = os.lstat(path)
+                info = os.stat(name, dir_fd=folder, follow_symlinks=False)
             except OSError:
                 continue
             if owner is not None and info.st_uid != owner:
@@ -211,31 +225,56 @@ def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
             elif stat.S_ISDIR(info.st_mode) and depth >= MAX_DEPTH:
                 left_out.append(f"{inner}: folders nested more than {MAX_DEPTH} deep")
             elif stat.S_ISDIR(info.st_mode):
-                walk(path, os.path.join(there, name), inner, depth + 1)
+                try:
+                    inside = os.open(name, folder_flags, dir_fd=folder)
+                except OSError as exc:
+                    left_out.append(f"{inner}: not readable ({exc.strerror})")
+                    continue
+                try:
+                    if same(os.fstat(inside), info):
+                        walk(inside, os.path.join(here, name), os.path.join(there, name), inner, depth + 1)
+                    else:
+                        left_out.append(f"{inner}: changed while it was copied")
+                finally:
+                    os.close(inside)
             elif not stat.S_ISREG(info.st_mode):
                 left_out.append(f"{inner}: a link or a special file")
             elif max_bytes is not None and total + info.st_size > max_bytes:
                 left_out.append(f"{inner}: past the submission's size limit")
             else:
                 try:
-                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                    fd = os.open(name, file_flags, dir_fd=folder)
                 except OSError as exc:
                     left_out.append(f"{inner}: not readable ({exc.strerror})")
                     continue
-                with os.fdopen(fd, "rb") as fh, open(os.path.join(there, name), "wb") as out:
-                    if not stat.S_ISREG(os.fstat(fd).st_mode):
-                        left_out.append(f"{inner}: a link or a special file")
+                with os.fdopen(fd, "rb") as fh:
+                    if not same(os.fstat(fd), info):
+                        left_out.append(f"{inner}: changed while it was copied")
                         continue
-                    copied = 0
-                    while copied <= info.st_size:
-                        chunk = fh.read(1 << 20)
-                        if not chunk:
-                            break
-                        out.write(chunk)
-                        copied += len(chunk)
+                    with open(os.path.join(there, name), "wb") as out:
+                        copied = 0
+                        while copied <= info.st_size:
+                            chunk = fh.read(1 << 20)
+                            if not chunk:
+                                break
+                            out.write(chunk)
+                            copied += len(chunk)
                 total += copied
                 os.utime(os.path.join(there, name), ns=(info.st_atime_ns, info.st_mtime_ns))
-    walk(src, dest, "")
+
+    try:
+        top = os.open(src, folder_flags)
+    except OSError as exc:
+        os.makedirs(dest, exist_ok=True)
+        return [f".: not readable ({exc.strerror})"]
+    try:
+        here = os.fstat(top)
+        if owner is not None and here.st_uid != owner:
+            os.makedirs(dest, exist_ok=True)
+            return [f".: owned by {login_of(here.st_uid)}, not by the submitter"]
+        walk(top, src, dest, "")
+    finally:
+        os.close(top)
     return left_out
 
 

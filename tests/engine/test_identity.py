@@ -193,6 +193,50 @@ def test_the_copy_follows_no_link_reads_no_fifo_and_takes_nobody_elses_file(user
     assert "grades.db" in left and "pipe" in left and "planted.txt" in left and MALLORY in left
 
 
+@pytest.mark.parametrize("swap", ["link", "folder"])
+def test_a_folder_swapped_between_a_look_and_a_read_copies_nobody_elses_file(users, tmp_path, monkeypatch, swap):
+    """The student owns the folders of their submission: right after the copy looks at their own
+    d/answer.txt, they swap d for a link to a classmate's folder, or for the classmate's folder
+    itself (inbound has no sticky bit). The copy reads through the folder it holds open, so it
+    copies their own file or nothing, never the classmate's."""
+    src, dest, theirs = tmp_path / "inbound", tmp_path / "submitted", tmp_path / "classmate"
+    (src / "d").mkdir(parents=True)
+    (src / "d" / "answer.txt").write_text("mallory's own")
+    theirs.mkdir()
+    (theirs / "answer.txt").write_text("alice's solution")
+    chown_tree(src, users[MALLORY])
+    chown_tree(theirs, users[ALICE])
+    real_stat, real_lstat, swapped = os.stat, os.lstat, []
+
+    def swap_once(path):
+        if str(path).endswith("answer.txt") and not swapped:
+            swapped.append(path)
+            os.rename(src / "d", tmp_path / "d-away")
+            if swap == "link":
+                os.symlink(theirs, src / "d")
+            else:
+                os.rename(theirs, src / "d")
+
+    def looked(path, *args, **kwargs):
+        found = real_stat(path, *args, **kwargs)
+        swap_once(path)
+        return found
+
+    def looked_l(path, *args, **kwargs):
+        found = real_lstat(path, *args, **kwargs)
+        swap_once(path)
+        return found
+
+    monkeypatch.setattr(os, "stat", looked)
+    monkeypatch.setattr(os, "lstat", looked_l)
+    left = exchange.safe_copy(str(src), str(dest), owner=users[MALLORY])
+    monkeypatch.undo()
+    assert swapped, "the swap happened"
+    read = {str(p.relative_to(dest)): p.read_text() for p in dest.rglob("*") if p.is_file()}
+    assert "alice's solution" not in read.values(), (read, left)
+    assert read in ({"d/answer.txt": "mallory's own"}, {}), (read, left)
+
+
 def nest(folder: Path, depth: int, uid: int) -> None:
     """`depth` folders one inside the next in `folder`, owned by `uid` (as a student's shell loop
     makes them; no recursion, which is what such a tree defeats)."""
