@@ -44,7 +44,7 @@ from pathlib import Path
 from nbgrader.exchange.default.collect import ExchangeCollect
 from traitlets import Bool
 
-from graders.engine.shared import atomic_write, some
+from graders.engine.shared import some
 from graders.unicode import shown_name
 from graders.engine.times import naive_utc, read_timestamp, submission_time
 
@@ -80,6 +80,17 @@ def refusal(folder: Path, claimed: str) -> str:
 
 class EnrolmentUnknown(RuntimeError):
     """The hub could not say whether a login is enrolled: nothing is taken meanwhile."""
+
+
+def submitter(folder: Path, claimed: str) -> str:
+    """Whose turn an inbound submission takes: the login that wrote the folder, so that forgeries
+    naming alice wait in the forger's own turn, never ahead of alice's own; the name it claims
+    when the instructor's own account wrote it (a course on one machine)."""
+    try:
+        uid = os.lstat(folder).st_uid
+    except OSError:
+        return claimed
+    return claimed if uid == os.geteuid() else login_of(uid)
 
 
 def hub_courses(login: str) -> set[str]:
@@ -144,28 +155,66 @@ class SetAside:
 
 
 def ledger_path(root: Path, assignment: str) -> Path:
-    return Path(root) / LEDGER / f"{assignment}.json"
+    return Path(root) / LEDGER / f"{assignment}.jsonl"
+
+
+_ledgers: dict = {}      # ledger path -> (bytes read, (dev, inode), {folder: SetAside}) in this process
+
+
+def _ledger(path: Path) -> dict:
+    """The ledger's entries by folder, reading only what was appended since the last call: a flood
+    of forged folders costs a line each, not a rereading of the whole ledger for every one."""
+    read, file_id, entries = _ledgers.get(path, (0, None, {}))
+    try:
+        with open(path, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if (info.st_dev, info.st_ino) != file_id or info.st_size < read:
+                read, file_id, entries = 0, (info.st_dev, info.st_ino), {}
+            fh.seek(read)
+            tail = fh.read()
+    except OSError:
+        return {}
+    whole = tail[:tail.rfind(b"\n") + 1]          # a line still being written is read next time
+    for line in whole.splitlines():
+        try:
+            entry = SetAside(**json.loads(line))
+        except (ValueError, TypeError):
+            continue
+        entries.setdefault(entry.folder, entry)
+    _ledgers[path] = (read + len(whole), file_id, entries)
+    return entries
 
 
 def set_aside(root: Path, assignment: str, folder: str, claimed: str, why: str) -> bool:
-    """Keep a refused submission in the ledger; True when it is new there."""
-    entries = {e.folder: e for e in read_set_aside(root, assignment)}
-    if folder in entries:
-        return False
-    entries[folder] = SetAside(folder, claimed, why, time.time())
+    """Keep a refused submission in the ledger; True when it is new there. The ledger is JSON
+    lines, each appended in one write."""
     path = ledger_path(root, assignment)
+    if folder in _ledger(path) or any(e.folder == folder for e in _legacy_ledger(root, assignment)):
+        return False
     path.parent.mkdir(parents=True, exist_ok=True)
     close_folder(path.parent)
-    atomic_write(path, json.dumps([asdict(e) for e in entries.values()], indent=1).encode(), 0o600)
+    line = json.dumps(asdict(SetAside(folder, claimed, why, time.time()))).encode() + b"\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
     return True
 
 
-def read_set_aside(root: Path, assignment: str) -> list[SetAside]:
+def _legacy_ledger(root: Path, assignment: str) -> list[SetAside]:
+    """A ledger written before the ledger was JSON lines: one JSON list, `<assignment>.json`."""
     try:
-        data = json.loads(ledger_path(root, assignment).read_text())
-        return [SetAside(**e) for e in data]
+        return [SetAside(**e) for e in json.loads((Path(root) / LEDGER / f"{assignment}.json").read_text())]
     except (OSError, ValueError, TypeError):
         return []
+
+
+def read_set_aside(root: Path, assignment: str) -> list[SetAside]:
+    entries = {e.folder: e for e in _legacy_ledger(root, assignment)}
+    for folder, entry in _ledger(ledger_path(root, assignment)).items():
+        entries.setdefault(folder, entry)
+    return list(entries.values())
 
 
 def set_aside_lines(root: Path, assignment: str) -> list[str]:

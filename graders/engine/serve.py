@@ -315,7 +315,7 @@ class Service:
                 self.say(f"warning: {warning}")
             self.say(f"chapter serve: grading {', '.join(self.assignments)} as submissions arrive in "
                      f"{self.inbound} (stop with Ctrl-C or SIGTERM)")
-            queues: OrderedDict[str, deque] = OrderedDict()   # student -> their waiting jobs, in order
+            queues: OrderedDict[str, deque] = OrderedDict()   # whose turn (the writer) -> waiting jobs, in order
             known = self._known()
             self._requeue_unfinished(queues)
             busy: dict[str, _Job] = {}
@@ -331,7 +331,10 @@ class Service:
                         if (assignment, folder) in known:
                             continue
                         known.add((assignment, folder))
-                        queues.setdefault(student, deque()).append(_Job(student, assignment, folder, timestamp))
+                        # in the turn of the login that wrote it: a flood of forgeries naming
+                        # another student waits behind the forger's own work, not the student's
+                        turn = exchange.submitter(self.inbound / folder, student)
+                        queues.setdefault(turn, deque()).append(_Job(student, assignment, folder, timestamp))
                     self._dispatch(queues, busy, pool, zygote)
                     for event in pool.wait(timeout=0.05 if busy else 0):
                         self._finish(gb, event, busy)

@@ -237,6 +237,20 @@ def test_a_folder_swapped_between_a_look_and_a_read_copies_nobody_elses_file(use
     assert read in ({"d/answer.txt": "mallory's own"}, {}), (read, left)
 
 
+def test_a_forgery_takes_the_forgers_turn_not_the_named_students(users, tmp_path):
+    """`chapter serve` queues a submission in the turn of the login that wrote it: a flood of
+    folders naming alice waits behind mallory's own work, never ahead of alice's."""
+    forged, own, mine = tmp_path / f"{ALICE}+worked+t+1", tmp_path / f"{ALICE}+worked+t+2", tmp_path / "x+worked+t+3"
+    for folder in (forged, own, mine):
+        folder.mkdir()
+    os.lchown(forged, users[MALLORY], -1)
+    os.lchown(own, users[ALICE], -1)
+    assert exchange.submitter(forged, ALICE) == MALLORY
+    assert exchange.submitter(own, ALICE) == ALICE
+    assert exchange.submitter(mine, "x") == "x"            # the instructor's own account: the name it gives
+    assert exchange.submitter(tmp_path / "gone", ALICE) == ALICE
+
+
 def nest(folder: Path, depth: int, uid: int) -> None:
     """`depth` folders one inside the next in `folder`, owned by `uid` (as a student's shell loop
     makes them; no recursion, which is what such a tree defeats)."""

@@ -1,0 +1,52 @@
+"""The set-aside ledger: refused submissions, one JSON line each, appended.
+
+Anyone can make folders in inbound, so a flood of forged ones must cost the instructor's
+collect a line each: the ledger is appended to, never rewritten, and read only from where
+this process last stopped.
+"""
+import json
+import os
+
+from graders.engine import exchange
+
+
+def test_a_refusal_is_kept_once_and_read_back_in_order(tmp_path):
+    assert exchange.set_aside(tmp_path, "hw1", "bo+hw1+t1", "bo", "written by another login")
+    assert not exchange.set_aside(tmp_path, "hw1", "bo+hw1+t1", "bo", "again")
+    assert exchange.set_aside(tmp_path, "hw1", "ann+hw1+t2", "ann", "not enrolled")
+    assert [(e.folder, e.why) for e in exchange.read_set_aside(tmp_path, "hw1")] == [
+        ("bo+hw1+t1", "written by another login"), ("ann+hw1+t2", "not enrolled")]
+    assert exchange.read_set_aside(tmp_path, "hw2") == []
+
+
+def test_the_ledger_is_appended_to_not_rewritten(tmp_path):
+    exchange.set_aside(tmp_path, "hw1", "f0", "x", "forged")
+    path = exchange.ledger_path(tmp_path, "hw1")
+    before, first = path.read_bytes(), os.stat(path).st_ino
+    for i in range(1, 2000):
+        exchange.set_aside(tmp_path, "hw1", f"f{i}", "x", "forged")
+    after = path.read_bytes()
+    assert os.stat(path).st_ino == first and after.startswith(before)
+    assert len(after.splitlines()) == 2000 and len(exchange.read_set_aside(tmp_path, "hw1")) == 2000
+
+
+def test_another_process_s_lines_are_read_and_a_half_written_line_waits(tmp_path):
+    exchange.set_aside(tmp_path, "hw1", "f0", "x", "forged")
+    path = exchange.ledger_path(tmp_path, "hw1")
+    line = json.dumps({"folder": "f1", "claimed": "y", "why": "forged", "seen": 1.0}).encode()
+    with open(path, "ab") as fh:         # the service appends while collect runs
+        fh.write(line[:10])
+    assert [e.folder for e in exchange.read_set_aside(tmp_path, "hw1")] == ["f0"]
+    with open(path, "ab") as fh:
+        fh.write(line[10:] + b"\n" + b"not json\n")
+    assert [e.folder for e in exchange.read_set_aside(tmp_path, "hw1")] == ["f0", "f1"]
+    assert not exchange.set_aside(tmp_path, "hw1", "f1", "y", "forged")
+
+
+def test_a_ledger_written_as_one_json_list_is_still_read(tmp_path):
+    legacy = tmp_path / ".chapter" / "set-aside" / "hw1.json"
+    legacy.parent.mkdir(parents=True)
+    legacy.write_text(json.dumps([{"folder": "old", "claimed": "bo", "why": "forged", "seen": 1.0}]))
+    assert not exchange.set_aside(tmp_path, "hw1", "old", "bo", "forged")
+    assert exchange.set_aside(tmp_path, "hw1", "new", "bo", "forged")
+    assert [e.folder for e in exchange.read_set_aside(tmp_path, "hw1")] == ["old", "new"]
