@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from graders.course import deadlines
 from graders.course.deadlines import gradebook_of
+from graders.engine.exchange import close_folder
 
 LMS = ("canvas", "moodle")
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -178,6 +180,7 @@ def export(root: Path, which: str, lms: str = "canvas", ids: Path | None = None,
     grades = read_grades(Path(root), which, roster=people or ())
     out = Path(out) if out else Path(root) / "exports"
     out.mkdir(parents=True, exist_ok=True)
+    close_folder(out)          # every student's grade: the instructor's alone
     label = re.sub(r"[^A-Za-z0-9._-]", "_", which)
     if lms == "canvas":
         header = CANVAS_COLUMNS + [safe_text(a) for a in grades.assignments]
@@ -231,5 +234,5 @@ def _penalties_behind(root: Path) -> str:
 
 
 def _write(path: Path, rows: list[list[str]]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", newline="", encoding="utf-8") as handle:
         csv.writer(handle, quoting=csv.QUOTE_MINIMAL).writerows(rows)

@@ -23,6 +23,7 @@ import ast
 import contextlib
 import hashlib
 import json
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from graders import problems, variants
 from graders.course.build import build
 from graders.course.contract import Chapter
 from graders.course.verify import autograde, warm_engine
+from graders.engine.exchange import close_folder
 from graders.engine.time_limits import record_measured
 from graders.sandbox.tempdirs import owned_scratch
 
@@ -308,10 +310,15 @@ def verdicts(root: Path, notebooks: list[str], refresh: bool = False, helper=Non
     reports = current_verdicts(root, notebooks, cached)
     stale = [notebook for notebook in notebooks if notebook.split("/")[-1] not in reports]
     if stale:
+        # minutes when many are stale: said first, so that a silent terminal is not taken for a hang
+        print(f"checking {len(stale)} of {len(notebooks)} items whose verdict is not current (each one's "
+              f"solution and blank release graded in every variant; a few minutes for many) ...",
+              file=sys.stderr, flush=True)
         fresh = evaluate(root, stale, helper)
         reports.update(fresh)
         cached.update({item: asdict(report) for item, report in fresh.items()})
         cache_path.parent.mkdir(exist_ok=True)
+        close_folder(cache_path.parent)          # the course's working state: the instructor's alone
         cache_path.write_text(json.dumps(cached, indent=1, sort_keys=True))
         # each notebook's time limit in `chapter autograde` follows its slowest variant's solution
         record_measured(root, {report.notebook: max(report.seconds.values()) for report in fresh.values()
@@ -386,6 +393,7 @@ def _build_reasons(root: Path, refresh: bool, only: list[str] | None) -> list[st
         pass
     reasons = build(root, write=False, cache=not refresh)
     cache_path.parent.mkdir(exist_ok=True)
+    close_folder(cache_path.parent)
     cache_path.write_text(json.dumps({"fingerprint": key, "reasons": reasons}, indent=1))
     return reasons
 

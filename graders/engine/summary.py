@@ -44,7 +44,9 @@ class Report:
             lines.append(f"scored 0 for a non-mathematical reason ({len(zeros)}):")
             width = max(len(s) for s, _ in zeros)
             for student, nb in zeros:
-                lines.append(f"  {student:<{width}}  {nb.name}: {'; '.join((nb.reasons + nb.notes)[:2])}")
+                said = nb.reasons + nb.notes
+                more = f"; and {len(said) - 2} more (`chapter report` lists them)" if len(said) > 2 else ""
+                lines.append(f"  {student:<{width}}  {nb.name}: {'; '.join(said[:2])}{more}")
         inside = [(student, nb) for student, result in sorted(self.results.items())
                   for nb in result.notebooks if nb.inside]
         if inside:

@@ -41,6 +41,9 @@ def test_round_trip_canvas(course):
     assert float(rows["'=cmd|' /C calc'!A0"]["hw1"]) == 2.0
     assert float(rows["cy newline"]["hw2"]) == 0.0          # a graded 0 is a 0
     assert written.exported == 4
+    # every student's grade: the instructor's alone, in exports/ or wherever --out puts them
+    assert written.export.parent.stat().st_mode & 0o777 == 0o700
+    assert written.export.stat().st_mode & 0o777 == 0o600 and written.apart.stat().st_mode & 0o777 == 0o600
 
 
 def test_no_silent_zero(course):

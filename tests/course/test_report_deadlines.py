@@ -42,6 +42,18 @@ def test_each_students_due_date_lateness_and_penalty(course):
     assert "chapter deadlines" not in found.summary()
 
 
+def test_the_printed_report_opens_with_the_deadlines_and_lists_every_late_student(course):
+    """ann lost 4 points for 30 h late and has no note: she is listed all the same, and cy, on
+    time, is not; the deadlines come before the class overview, as on the page."""
+    (course / dl.FILE).write_text(POLICY.replace("cap = 0.5", "cap = 0.5\ngrace_minutes = 15"))
+    dl.apply(course, dl.load(course))
+    found = lateness.read(course, "hw1")
+    text = render_text(ClassData("hw1", "c", [], ["ann", "bo", "cy", "di"], 0, lateness=found), [])
+    listed = text.split("late, extended or out of step", 1)[1].split("\n\n", 1)[0]
+    assert [line.split()[0] for line in listed.splitlines()[3:]] == ["ann", "bo", "di"], listed
+    assert text.index("Due 2026-11-20 17:00 UTC") < text.index("the five most common mistakes")
+
+
 def test_an_extension_not_yet_applied_is_named_then_applied(course):
     (course / dl.FILE).write_text(POLICY)
     dl.apply(course, dl.load(course))

@@ -205,20 +205,21 @@ def render_html(data: ClassData, per_item: list, images: dict) -> str:
 
 
 def render_text(data: ClassData, per_item: list) -> str:
-    out = [f"{data.assignment}: what the class got wrong ({len(data.students)} students)", "",
-           _text_table(OVERVIEW_COLUMNS, [list(t.overview.values()) for t in per_item]), "",
-           "the five most common mistakes:",
-           _text_table(["item", "mistake", "students", "feedback"], top_mistakes(per_item))]
+    out = [f"{data.assignment}: what the class got wrong ({len(data.students)} students)"]
     if data.set_aside:
         out += ["", "submissions set aside (another login named this student):"]
         out += [f"  {folder}: names {student}; {why}" for folder, student, why in data.set_aside]
     late = data.lateness
-    if late is not None and late.shown:
+    if late is not None and late.shown:     # first, as on the page: the deadlines
         out += ["", late.summary()]
-        noted = [row for row in late.rows if cell(row, "note", LATENESS_COLUMNS)]
+        noted = [row for row in late.rows if cell(row, "hours late", LATENESS_COLUMNS)
+                 or cell(row, "penalty (points)", LATENESS_COLUMNS) or cell(row, "note", LATENESS_COLUMNS)]
         if noted:
             out += ["late, extended or out of step (every student in deadlines.csv):",
                     _text_table(LATENESS_COLUMNS, noted)]
+    out += ["", _text_table(OVERVIEW_COLUMNS, [list(t.overview.values()) for t in per_item]), "",
+            "the five most common mistakes:",
+            _text_table(["item", "mistake", "students", "feedback"], top_mistakes(per_item))]
     for t in per_item:
         out += ["", f"== {t.item.name}", _text_table(CHECK_COLUMNS[1:], [r[1:] for r in t.checks])]
         if t.mistakes:
