@@ -30,9 +30,9 @@ def cell_waits(variant: str, worth: float) -> str:
     return f"Variant {variant}: not graded yet; your instructor will grade the {points(worth)} of this cell"
 
 
-def some(names: list[str], most: int = 10) -> str:
+def some(names: list[str], most: int = 10, sep: str = ", ", more: str = " and {} more") -> str:
     """At most `most` names, and how many more (a hostile notebook, or a machine, may hold thousands)."""
-    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+    return sep.join(names[:most]) + (more.format(len(names) - most) if len(names) > most else "")
 
 
 def undecided_waits(keys) -> str:

@@ -161,6 +161,20 @@ def must_finish_within(seconds):
         signal.signal(signal.SIGALRM, before)
 
 
+@contextmanager
+def code_never_run(*names: str):
+    """The names of the builtins (and `system` for `os.system`) called while the block runs, which
+    reading untrusted text must never call: the block gets the list, empty when it stayed clean."""
+    import builtins
+    calls = []
+    with pytest.MonkeyPatch.context() as patch:
+        for name in names:
+            owner = os if name == "system" else builtins
+            real = getattr(owner, name)
+            patch.setattr(owner, name, lambda *a, _n=name, _r=real, **k: calls.append(_n) or _r(*a, **k))
+        yield calls
+
+
 def running(pid: int) -> bool:
     """Alive and not a zombie waiting to be reaped by whoever inherited it."""
     try:

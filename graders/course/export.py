@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from graders.course import deadlines
 from graders.course.deadlines import gradebook_of
-from graders.engine.exchange import close_folder
+from graders.engine.exchange import private_folder
+from graders.engine.shared import atomic_write
 
 LMS = ("canvas", "moodle")
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -178,9 +178,9 @@ def export(root: Path, which: str, lms: str = "canvas", ids: Path | None = None,
     if stale:
         raise ExportError(stale)
     grades = read_grades(Path(root), which, roster=people or ())
-    out = Path(out) if out else Path(root) / "exports"
-    out.mkdir(parents=True, exist_ok=True)
-    close_folder(out)          # every student's grade: the instructor's alone
+    if not out or not Path(out).exists():
+        out = private_folder(Path(out) if out else Path(root) / "exports")
+    out = Path(out)           # a folder the instructor names and already has keeps its mode: /tmp stays /tmp
     label = re.sub(r"[^A-Za-z0-9._-]", "_", which)
     if lms == "canvas":
         header = CANVAS_COLUMNS + [safe_text(a) for a in grades.assignments]
@@ -234,5 +234,6 @@ def _penalties_behind(root: Path) -> str:
 
 
 def _write(path: Path, rows: list[list[str]]) -> None:
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", newline="", encoding="utf-8") as handle:
-        csv.writer(handle, quoting=csv.QUOTE_MINIMAL).writerows(rows)
+    text = io.StringIO(newline="")
+    csv.writer(text, quoting=csv.QUOTE_MINIMAL).writerows(rows)
+    atomic_write(path, text.getvalue().encode("utf-8"), 0o600)

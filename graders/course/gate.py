@@ -33,7 +33,7 @@ from graders import problems, variants
 from graders.course.build import build
 from graders.course.contract import Chapter
 from graders.course.verify import autograde, warm_engine
-from graders.engine.exchange import close_folder
+from graders.engine.exchange import private_folder
 from graders.engine.time_limits import record_measured
 from graders.sandbox.tempdirs import owned_scratch
 
@@ -317,8 +317,7 @@ def verdicts(root: Path, notebooks: list[str], refresh: bool = False, helper=Non
         fresh = evaluate(root, stale, helper)
         reports.update(fresh)
         cached.update({item: asdict(report) for item, report in fresh.items()})
-        cache_path.parent.mkdir(exist_ok=True)
-        close_folder(cache_path.parent)          # the course's working state: the instructor's alone
+        private_folder(cache_path.parent)
         cache_path.write_text(json.dumps(cached, indent=1, sort_keys=True))
         # each notebook's time limit in `chapter autograde` follows its slowest variant's solution
         record_measured(root, {report.notebook: max(report.seconds.values()) for report in fresh.values()
@@ -392,8 +391,7 @@ def _build_reasons(root: Path, refresh: bool, only: list[str] | None) -> list[st
     except (OSError, ValueError, KeyError, AttributeError):
         pass
     reasons = build(root, write=False, cache=not refresh)
-    cache_path.parent.mkdir(exist_ok=True)
-    close_folder(cache_path.parent)
+    private_folder(cache_path.parent)
     cache_path.write_text(json.dumps({"fingerprint": key, "reasons": reasons}, indent=1))
     return reasons
 

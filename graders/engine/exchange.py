@@ -37,13 +37,14 @@ import shutil
 import stat
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from nbgrader.exchange.default.collect import ExchangeCollect
 from traitlets import Bool
 
+from graders.engine import ledger
 from graders.engine.shared import some
 from graders.unicode import shown_name
 from graders.engine.times import naive_utc, read_timestamp, submission_time
@@ -158,61 +159,41 @@ def ledger_path(root: Path, assignment: str) -> Path:
     return Path(root) / LEDGER / f"{assignment}.jsonl"
 
 
-_ledgers: dict = {}      # ledger path -> (bytes read, (dev, inode), {folder: SetAside}) in this process
-
-
-def _ledger(path: Path) -> dict:
-    """The ledger's entries by folder, reading only what was appended since the last call: a flood
-    of forged folders costs a line each, not a rereading of the whole ledger for every one."""
-    read, file_id, entries = _ledgers.get(path, (0, None, {}))
-    try:
-        with open(path, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if (info.st_dev, info.st_ino) != file_id or info.st_size < read:
-                read, file_id, entries = 0, (info.st_dev, info.st_ino), {}
-            fh.seek(read)
-            tail = fh.read()
-    except OSError:
-        return {}
-    whole = tail[:tail.rfind(b"\n") + 1]          # a line still being written is read next time
-    for line in whole.splitlines():
-        try:
-            entry = SetAside(**json.loads(line))
-        except (ValueError, TypeError):
-            continue
-        entries.setdefault(entry.folder, entry)
-    _ledgers[path] = (read + len(whole), file_id, entries)
-    return entries
-
-
 def set_aside(root: Path, assignment: str, folder: str, claimed: str, why: str) -> bool:
     """Keep a refused submission in the ledger; True when it is new there. The ledger is JSON
     lines, each appended in one write."""
     path = ledger_path(root, assignment)
-    if folder in _ledger(path) or any(e.folder == folder for e in _legacy_ledger(root, assignment)):
+    if folder in ledger.entries(path, SetAside) or folder in _legacy_ledger(root, assignment):
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    close_folder(path.parent)
-    line = json.dumps(asdict(SetAside(folder, claimed, why, time.time()))).encode() + b"\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    private_folder(path.parent)
+    ledger.append(path, SetAside(folder, claimed, why, time.time()))
     return True
 
 
-def _legacy_ledger(root: Path, assignment: str) -> list[SetAside]:
-    """A ledger written before the ledger was JSON lines: one JSON list, `<assignment>.json`."""
+_legacies: dict = {}     # old ledger path -> ((dev, inode, size, mtime), {folder: SetAside}) in this process
+
+
+def _legacy_ledger(root: Path, assignment: str) -> dict:
+    """A ledger written before the ledger was JSON lines: one JSON list, `<assignment>.json`, by
+    folder. Nothing writes that form now, so it is read once a process, not once a forged folder."""
+    path = Path(root) / LEDGER / f"{assignment}.json"
     try:
-        return [SetAside(**e) for e in json.loads((Path(root) / LEDGER / f"{assignment}.json").read_text())]
-    except (OSError, ValueError, TypeError):
-        return []
+        info = os.stat(path)
+    except OSError:
+        return {}
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    if _legacies.get(path, (None,))[0] != key:
+        try:
+            entries = {e.folder: e for e in (SetAside(**e) for e in json.loads(path.read_text()))}
+        except (OSError, ValueError, TypeError):
+            entries = {}
+        _legacies[path] = (key, entries)
+    return _legacies[path][1]
 
 
 def read_set_aside(root: Path, assignment: str) -> list[SetAside]:
-    entries = {e.folder: e for e in _legacy_ledger(root, assignment)}
-    for folder, entry in _ledger(ledger_path(root, assignment)).items():
+    entries = dict(_legacy_ledger(root, assignment))
+    for folder, entry in ledger.entries(ledger_path(root, assignment), SetAside).items():
         entries.setdefault(folder, entry)
     return list(entries.values())
 
@@ -328,6 +309,15 @@ def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
 
 
 _warned: set = set()      # what this process has warned about (once each)
+
+
+def private_folder(path) -> Path:
+    """The folder `path`, made when missing (with its parents) and closed to everyone but the
+    instructor: the course's working state, its ledgers and every student's grade go in one."""
+    path = Path(path)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    close_folder(path)
+    return path
 
 
 def close_folder(path, mode: int = 0o700) -> bool:

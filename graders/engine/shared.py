@@ -19,7 +19,8 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
     """Write `path` so that a reader sees the old file or the new one, never half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
+    first = 0o600 if mode is not None else 0o666     # never readable by more than `mode` gives
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, first), "wb") as fh:
         fh.write(data)
     if mode is not None:
         os.chmod(tmp, mode)

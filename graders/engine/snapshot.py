@@ -53,6 +53,7 @@ def read_submission(path: Path):
         cells = count_cells(data)
         if cells > MAX_NOTEBOOK_CELLS:
             raise ValueError(say.too_many_cells(cells, MAX_NOTEBOOK_CELLS))
+        clear_outputs(data)
         major, minor = nbformat.reader.get_version(data)
         if major not in nbformat.versions:
             raise nbformat.NBFormatError(f"unsupported nbformat version {major}")
@@ -100,14 +101,29 @@ def _text_bundle(bundle) -> bool:
         for value in bundle.values())
 
 
-def count_cells(data) -> int:
-    """The cells in a notebook's parsed JSON: nbformat 4's list, or nbformat 3's worksheets'."""
+def _cell_lists(data) -> list[list]:
+    """The lists of cells in a notebook's parsed JSON: nbformat 4's one, or nbformat 3's worksheets'."""
     if not isinstance(data, dict):
-        return 0
+        return []
     sheets = data.get("worksheets")
     lists = [data.get("cells")] + ([w.get("cells") for w in sheets if isinstance(w, dict)]
                                    if isinstance(sheets, list) else [])
-    return sum(len(cells) for cells in lists if isinstance(cells, list))
+    return [cells for cells in lists if isinstance(cells, list)]
+
+
+def count_cells(data) -> int:
+    return sum(len(cells) for cells in _cell_lists(data))
+
+
+def clear_outputs(data) -> None:
+    """Empty every cell's outputs in the parsed JSON, before nbformat builds and checks them. Grading
+    runs each code cell again and keeps only what the sandbox gives, as nbgrader's ClearOutput does,
+    so the submission's own outputs are never read: 900,000 tiny ones in a 50 MB notebook held the
+    reading for most of a minute."""
+    for cells in _cell_lists(data):
+        for cell in cells:
+            if isinstance(cell, dict) and "outputs" in cell:
+                cell["outputs"] = []
 
 
 def why_broken(exc) -> str:

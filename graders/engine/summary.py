@@ -5,6 +5,7 @@ import os
 from dataclasses import dataclass, field
 
 from graders.engine import feedback
+from graders.engine.shared import some
 from graders.sandbox import worker
 from graders.sandbox.zygote import Zygote
 
@@ -44,9 +45,8 @@ class Report:
             lines.append(f"scored 0 for a non-mathematical reason ({len(zeros)}):")
             width = max(len(s) for s, _ in zeros)
             for student, nb in zeros:
-                said = nb.reasons + nb.notes
-                more = f"; and {len(said) - 2} more (`chapter report` lists them)" if len(said) > 2 else ""
-                lines.append(f"  {student:<{width}}  {nb.name}: {'; '.join(said[:2])}{more}")
+                said = some(nb.reasons + nb.notes, 2, "; ", "; and {} more (`chapter report` lists them)")
+                lines.append(f"  {student:<{width}}  {nb.name}: {said}")
         inside = [(student, nb) for student, result in sorted(self.results.items())
                   for nb in result.notebooks if nb.inside]
         if inside:

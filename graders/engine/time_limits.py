@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from graders.engine.exchange import close_folder
+from graders.engine.exchange import private_folder
 from graders.sandbox.zygote import Limits
 
 MEASURED = Path(".chapter") / "solution-seconds.json"
@@ -94,8 +94,7 @@ def record_measured(root: Path, seconds: dict[str, float]) -> None:
         assignment, name = notebook.split("/")
         measured[notebook] = {"seconds": round(float(value), 3), "source": source_hash(root, assignment, name)}
     path = Path(root) / MEASURED
-    path.parent.mkdir(exist_ok=True)
-    close_folder(path.parent)       # the course's working state: the instructor's alone
+    private_folder(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(json.dumps(measured, indent=1, sort_keys=True))
     os.replace(tmp, path)

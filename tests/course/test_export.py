@@ -44,6 +44,22 @@ def test_round_trip_canvas(course):
     # every student's grade: the instructor's alone, in exports/ or wherever --out puts them
     assert written.export.parent.stat().st_mode & 0o777 == 0o700
     assert written.export.stat().st_mode & 0o777 == 0o600 and written.apart.stat().st_mode & 0o777 == 0o600
+    # an export left readable by an older version is replaced whole, not rewritten in place with its mode
+    written.export.chmod(0o644)
+    again = ex.export(course, "all", lms="canvas")
+    assert again.export == written.export and again.export.stat().st_mode & 0o777 == 0o600
+    assert read(again.export) == read(written.export)
+
+
+def test_out_makes_a_closed_folder_and_leaves_an_existing_one_as_it_is(course, tmp_path):
+    made = ex.export(course, "all", lms="canvas", out=tmp_path / "new" / "grades")
+    assert made.export.parent.stat().st_mode & 0o777 == 0o700
+    shared = tmp_path / "shared"           # say, /tmp: closing it would break every other user of it
+    shared.mkdir(mode=0o1777)
+    shared.chmod(0o1777)
+    written = ex.export(course, "all", lms="canvas", out=shared)
+    assert shared.stat().st_mode & 0o7777 == 0o1777
+    assert written.export.stat().st_mode & 0o777 == 0o600 and written.apart.stat().st_mode & 0o777 == 0o600
 
 
 def test_no_silent_zero(course):

@@ -206,29 +206,24 @@ def test_a_folder_swapped_between_a_look_and_a_read_copies_nobody_elses_file(use
     (theirs / "answer.txt").write_text("alice's solution")
     chown_tree(src, users[MALLORY])
     chown_tree(theirs, users[ALICE])
-    real_stat, real_lstat, swapped = os.stat, os.lstat, []
+    swapped = []
 
-    def swap_once(path):
-        if str(path).endswith("answer.txt") and not swapped:
-            swapped.append(path)
-            os.rename(src / "d", tmp_path / "d-away")
-            if swap == "link":
-                os.symlink(theirs, src / "d")
-            else:
-                os.rename(theirs, src / "d")
+    def then_swap(real):
+        """`real` (os.stat or os.lstat), then, right after the first look at answer.txt, the swap."""
+        def looked(path, *args, **kwargs):
+            found = real(path, *args, **kwargs)
+            if str(path).endswith("answer.txt") and not swapped:
+                swapped.append(path)
+                os.rename(src / "d", tmp_path / "d-away")
+                if swap == "link":
+                    os.symlink(theirs, src / "d")
+                else:
+                    os.rename(theirs, src / "d")
+            return found
+        return looked
 
-    def looked(path, *args, **kwargs):
-        found = real_stat(path, *args, **kwargs)
-        swap_once(path)
-        return found
-
-    def looked_l(path, *args, **kwargs):
-        found = real_lstat(path, *args, **kwargs)
-        swap_once(path)
-        return found
-
-    monkeypatch.setattr(os, "stat", looked)
-    monkeypatch.setattr(os, "lstat", looked_l)
+    monkeypatch.setattr(os, "stat", then_swap(os.stat))
+    monkeypatch.setattr(os, "lstat", then_swap(os.lstat))
     left = exchange.safe_copy(str(src), str(dest), owner=users[MALLORY])
     monkeypatch.undo()
     assert swapped, "the swap happened"

@@ -50,3 +50,19 @@ def test_a_ledger_written_as_one_json_list_is_still_read(tmp_path):
     assert not exchange.set_aside(tmp_path, "hw1", "old", "bo", "forged")
     assert exchange.set_aside(tmp_path, "hw1", "new", "bo", "forged")
     assert [e.folder for e in exchange.read_set_aside(tmp_path, "hw1")] == ["old", "new"]
+
+
+def test_a_ledger_in_the_old_form_is_read_once_not_once_a_forgery(tmp_path, monkeypatch):
+    legacy = tmp_path / ".chapter" / "set-aside" / "hw1.json"
+    legacy.parent.mkdir(parents=True)
+    legacy.write_text(json.dumps([{"folder": f"old{i}", "claimed": "bo", "why": "forged", "seen": 1.0}
+                                  for i in range(500)]))
+    reads = []
+    real = json.loads
+    monkeypatch.setattr(exchange.json, "loads", lambda text, *a, **k: (reads.append(len(text)), real(text, *a, **k))[1])
+    for i in range(300):
+        exchange.set_aside(tmp_path, "hw1", f"new{i}", "bo", "forged")
+    assert sum(1 for n in reads if n > 10_000) == 1
+    assert not exchange.set_aside(tmp_path, "hw1", "old7", "bo", "forged")
+    legacy.write_text(json.dumps([{"folder": "changed", "claimed": "bo", "why": "forged", "seen": 1.0}]))
+    assert not exchange.set_aside(tmp_path, "hw1", "changed", "bo", "forged")   # a changed file is read again

@@ -86,6 +86,27 @@ def test_a_notebook_of_too_many_cells_is_refused_before_its_schema_is_checked(tm
     assert "10,001 cells" in why(tmp_path / "v3.ipynb")
 
 
+def test_the_submissions_own_outputs_are_dropped_before_nbformat_builds_them(tmp_path, monkeypatch):
+    """Grading runs every code cell again and keeps only the sandbox's outputs, so a flood of the
+    submission's own (here 200,000 in one cell, in either nbformat) is never built or checked."""
+    flood = [{"output_type": "stream", "name": "stdout", "text": "x"}] * 200_000
+    built = []         # the outputs of each notebook nbformat's schema check is given
+    monkeypatch.setattr(nbformat, "validate", lambda nb, *a, **k: built.append(
+        sum(len(c.get("outputs", ())) for c in nb.get("cells", ()))))
+    (tmp_path / "v4.ipynb").write_text(json.dumps(dict(NOTEBOOK, cells=[
+        {"cell_type": "code", "id": "c", "metadata": {}, "source": "print(1)", "outputs": flood,
+         "execution_count": 1}])))
+    nb = read_submission(tmp_path / "v4.ipynb")
+    assert nb.cells[0].source == "print(1)" and nb.cells[0].outputs == []
+    assert built == [0], built
+    old = {"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": [
+        {"cell_type": "code", "input": "print(1)", "language": "python", "metadata": {}, "outputs": [
+            {"output_type": "stream", "stream": "stdout", "text": "x"}] * 200_000}]}]}
+    (tmp_path / "v3.ipynb").write_text(json.dumps(old))
+    nb = read_submission(tmp_path / "v3.ipynb")
+    assert nb.cells[0].source == "print(1)" and nb.cells[0].outputs == []
+
+
 def test_a_notebook_of_too_much_text_and_code_is_refused(tmp_path):
     """Its cells' source, outputs aside: formgrader's and the feedback's pages are made from it."""
     def notebook(*sources) -> str:
