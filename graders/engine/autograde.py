@@ -52,7 +52,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
-from graders.engine.exchange import close_course, set_aside_lines
+from graders.engine.exchange import close_course, retimed_lines, set_aside_lines
 from graders.engine.course_dir import check_data_files, discover, limits_from, load_config, load_course
 from graders.engine.grading import SubmissionResult
 from graders.engine.html_filters import page_warnings
@@ -152,7 +152,7 @@ def _grade_course(root: Path, assignment: str, options: Options, zygote, started
     report.time_limits = {name: (for_notebook(limits, seconds).notebook_seconds, seconds is not None
                                  and seconds < limits.notebook_seconds)
                           for name, seconds in course.time_limits.items()}
-    report.set_aside = set_aside_lines(root, assignment)
+    report.set_aside = set_aside_lines(root, assignment) + retimed_lines(root, assignment)
     close_course(root, course.db_url)      # and warns, once, when other accounts can reach the course
     everyone = discover(course)
     if options["students"] is not None:

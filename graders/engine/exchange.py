@@ -25,7 +25,10 @@ course's `nbgrader_config.py` as `c.ExchangeFactory.collect`), by `chapter serve
 - **Time.** The time a student's side wrote (folder name, `timestamp.txt`) is parsed
   without trusting it: anything that does not parse, or lies outside a plausible range,
   is refused for that student with a reason, and the submission is graded with no
-  usable time (flagged, never given a late penalty by accident).
+  usable time (flagged, never given a late penalty by accident). A time that parses but
+  is earlier than the files it came with were written (their change time, which no
+  student can set back) is kept in the ledger of retimed submissions, and the submission
+  is graded as handed in when its files were written.
 """
 from __future__ import annotations
 
@@ -47,7 +50,8 @@ from traitlets import Bool
 from graders.engine import ledger
 from graders.engine.shared import some
 from graders.unicode import shown_name
-from graders.engine.times import naive_utc, read_timestamp, submission_time
+from graders.engine.times import (Retimed, naive_utc, read_retimed, read_timestamp, retimed_path,
+                                  submission_time, written_after)
 
 LEDGER = Path(".chapter") / "set-aside"
 MAX_ENTRIES = 10_000                     # files and folders copied from one submission
@@ -205,9 +209,29 @@ def set_aside_lines(root: Path, assignment: str) -> list[str]:
             for e in sorted(read_set_aside(root, assignment), key=lambda e: e.seen)]
 
 
+def retimed_line(entry: Retimed) -> str:
+    try:
+        written = f"{datetime.fromisoformat(entry.written):%Y-%m-%d %H:%M:%S} UTC"
+    except (TypeError, ValueError):
+        written = shown_name(str(entry.written))
+    return (f"RETIMED {shown_name(entry.student)}: the timestamp.txt of {shown_name(entry.folder)} says "
+            f"{shown_name(entry.claimed)}, but its files were written at {written}; graded as handed in then")
+
+
+def retimed_lines(root: Path, assignment: str) -> list[str]:
+    """The retimed submissions as the summaries print them, one line each."""
+    return [retimed_line(e) for e in sorted(read_retimed(root, assignment), key=lambda e: e.seen)]
+
+
 # ============================================================================ copying
+class Copied(list):
+    """What a copy left out, one line each; and `changed`, the latest change time (st_ctime) of
+    what it copied: when the submission was last written, which its writer cannot set back."""
+    changed: float = 0.0
+
+
 def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
-              owner: int | None = None) -> list[str]:
+              owner: int | None = None) -> Copied:
     """Copy the folder `src` to `dest` following no link; what was left out, one line each.
 
     Only folders and regular files are copied, and with `owner` only those that uid owns (`src`
@@ -220,7 +244,7 @@ def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
     same file that was looked at, its kind and its owner), so a swap costs the file, never
     copies another's.
     """
-    left_out, total, count = [], 0, 0
+    left_out, total, count = Copied(), 0, 0
     folder_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK
     file_flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
 
@@ -261,7 +285,9 @@ def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
                     left_out.append(f"{inner}: not readable ({exc.strerror})")
                     continue
                 try:
-                    if same(os.fstat(inside), info):
+                    opened = os.fstat(inside)
+                    if same(opened, info):
+                        left_out.changed = max(left_out.changed, opened.st_ctime)
                         walk(inside, os.path.join(here, name), os.path.join(there, name), inner, depth + 1)
                     else:
                         left_out.append(f"{inner}: changed while it was copied")
@@ -278,9 +304,11 @@ def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
                     left_out.append(f"{inner}: not readable ({exc.strerror})")
                     continue
                 with os.fdopen(fd, "rb") as fh:
-                    if not same(os.fstat(fd), info):
+                    opened = os.fstat(fd)
+                    if not same(opened, info):
                         left_out.append(f"{inner}: changed while it was copied")
                         continue
+                    left_out.changed = max(left_out.changed, opened.st_ctime)
                     with open(os.path.join(there, name), "wb") as out:
                         copied = 0
                         while copied <= info.st_size:
@@ -296,12 +324,13 @@ def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
         top = os.open(src, folder_flags)
     except OSError as exc:
         os.makedirs(dest, exist_ok=True)
-        return [f".: not readable ({exc.strerror})"]
+        return Copied([f".: not readable ({exc.strerror})"])
     try:
         here = os.fstat(top)
         if owner is not None and here.st_uid != owner:
             os.makedirs(dest, exist_ok=True)
-            return [f".: owned by {login_of(here.st_uid)}, not by the submitter"]
+            return Copied([f".: owned by {login_of(here.st_uid)}, not by the submitter"])
+        left_out.changed = here.st_ctime
         walk(top, src, dest, "")
     finally:
         os.close(top)
@@ -476,6 +505,10 @@ class CheckedCollect(ExchangeCollect):
         "Take submissions only from logins the hub enrols in the course (its groups nbgrader-<course> "
         "and formgrade-<course>, asked with $JUPYTERHUB_API_TOKEN); others are set aside. For a hub "
         "serving several courses, where every login can write into every course's inbound.")).tag(config=True)
+    trust_student_time = Bool(False, help=(
+        "Take each submission's timestamp.txt as it is, as nbgrader does, even when its files were written "
+        "later. Only for an exchange whose files were copied, restored or had their owner or modes changed "
+        "after the students submitted: that resets the change times the check reads.")).tag(config=True)
 
     def init_src(self):
         if self.coursedir.course_id == "":
@@ -564,7 +597,8 @@ class CheckedCollect(ExchangeCollect):
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             self.copy_one(os.path.join(self.inbound_path, rec["filename"]), dest, rec["owner"])
 
-    def copy_one(self, src, dest, owner):
+    def copy_one(self, src, dest, owner) -> str:
+        """One submission into `dest`; what the instructor is told about its time, or ""."""
         from nbgrader.utils import ignore_patterns
         ignore = ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
                                  max_file_size=self.coursedir.max_file_size, log=self.log)
@@ -572,3 +606,28 @@ class CheckedCollect(ExchangeCollect):
                              owner=None if owner == os.geteuid() else owner)
         for line in left_out:
             self.log.warning("%s: left out %s", os.path.basename(src), line)
+        return self.check_time(os.path.basename(src), Path(dest), left_out.changed)
+
+    def check_time(self, folder: str, dest: Path, changed: float) -> str:
+        """timestamp.txt is the student's to write: one that says the submission was handed in
+        before its files were written is kept in the course's ledger of retimed submissions, and
+        the submission is graded as handed in when its files were written (their change time,
+        which no student can set back). The copy keeps the student's file as it is: nbgrader's
+        feedback is keyed by it. Returns what it logs, or "" for a time that stands."""
+        if self.trust_student_time:
+            return ""
+        text = read_timestamp(dest)
+        claimed, _ = submission_time(text)
+        written = written_after(claimed, changed) if claimed is not None and changed else None
+        if written is None:
+            return ""
+        student, assignment = folder.rsplit("+", 3)[0], self.coursedir.assignment_id
+        path = retimed_path(self.coursedir.root, assignment)
+        entry = ledger.entries(path, Retimed).get(folder)
+        if entry is None:
+            private_folder(path.parent)
+            entry = Retimed(folder, student, text, written.isoformat(), time.time())
+            ledger.append(path, entry)
+        line = retimed_line(entry)
+        self.log.warning("%s", line)
+        return line

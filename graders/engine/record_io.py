@@ -8,7 +8,7 @@ from pathlib import Path
 
 from graders.engine.course_dir import Course
 from graders.engine.shared import atomic_write
-from graders.engine.times import naive_utc, read_timestamp, submission_time
+from graders.engine.times import handed_in, naive_utc, read_timestamp, submission_time
 from graders.engine.grading import SubmissionResult
 
 
@@ -158,10 +158,15 @@ def submitted_notebooks(gb, submission_id: str, names: list[str], assignment: st
 
 
 def submission_moment(course: Course, student: str):
-    """(when the student submitted, "") from their timestamp.txt; (None, why it is unusable),
-    or (None, "") when there is none at all."""
+    """(when the student submitted, "") from their timestamp.txt, or when collect found its files
+    written, if later (times.handed_in); (None, why it is unusable), or (None, "") when there is
+    none at all."""
     text = read_timestamp(course.submission_dir(student))
-    return submission_time(text) if text is not None else (None, "")
+    if text is None:
+        return None, ""
+    moment, why = submission_time(text)
+    written = handed_in(course.root, course.assignment, student, text) if moment is not None else None
+    return (written if written is not None and written > moment else moment), why
 
 
 def untimed(course: Course, student: str) -> str:

@@ -188,9 +188,10 @@ def complete_submissions(inbound: Path, assignments: set[str]) -> list[tuple[str
     return found
 
 
-def collect_one(config, root: Path, assignment: str, student: str, folder: str) -> None:
+def collect_one(config, root: Path, assignment: str, student: str, folder: str) -> str:
     """Copy one inbound submission to submitted/<student>/<assignment>/, as the course's collect
-    does (exchange.CheckedCollect: its owner checked, no link followed)."""
+    does (exchange.CheckedCollect: its owner checked, no link followed); what the instructor is
+    told about its time, or ""."""
     from nbgrader.coursedir import CourseDirectory
     coursedir = CourseDirectory(config=config, root=str(root))
     coursedir.assignment_id, coursedir.student_id = assignment, student
@@ -205,7 +206,7 @@ def collect_one(config, root: Path, assignment: str, student: str, folder: str) 
         shutil.rmtree(dest)
     os.makedirs(os.path.dirname(dest), exist_ok=True)
     exchange.close_folder(Path(root) / coursedir.submitted_directory)
-    app.copy_one(os.path.join(app.inbound_path, folder), dest, records[0]["owner"])
+    return app.copy_one(os.path.join(app.inbound_path, folder), dest, records[0]["owner"])
 
 
 def release_refusal(config, root: Path, assignment: str, folder: str, why: str, notebooks) -> None:
@@ -402,11 +403,13 @@ class Service:
             if refused:
                 continue
             try:
-                collect_one(self.config, self.root, job.assignment, job.student, job.folder)
+                retimed = collect_one(self.config, self.root, job.assignment, job.student, job.folder)
             except Exception as exc:  # noqa: BLE001 - a broken submission is that student's alone
                 self._set(job, state="failed", why=f"could not be collected: {exc}"[:300])
                 self.say(f"{job.student} {job.assignment}: could not be collected ({exc})")
                 continue
+            if retimed:
+                self.say(retimed)
             course = self.runs[job.assignment].course
             key = submission_key(course, job.student, self.bases[job.assignment])
             busy[job.student] = job

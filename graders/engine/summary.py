@@ -17,7 +17,7 @@ class Report:
     reused: int = 0                                    # submissions taken from the journal
     failed: dict = field(default_factory=dict)         # student -> why it could not be graded
     untimed: dict = field(default_factory=dict)        # student -> why their submission has no usable time
-    set_aside: list = field(default_factory=list)      # lines: submissions refused for another's name
+    set_aside: list = field(default_factory=list)      # lines: submissions set aside, or graded at another time
     seconds: float = 0.0
     workers: int = 0
     isolation: dict = field(default_factory=dict)

@@ -3,12 +3,57 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 MAX_TIME_TEXT = 64                       # characters of a timestamp worth reading
 EARLIEST = datetime(2000, 1, 1, tzinfo=timezone.utc)
 CLOCK_SLACK = timedelta(hours=1)         # a student's clock may run a little ahead of ours
+# `nbgrader submit` writes the time it started, then copies the files: seconds, or a minute on a
+# slow shared disk. Files last changed later than the student's time by more than this were
+# written after the time the student gives, whatever timestamp.txt says.
+WRITING_SLACK = timedelta(minutes=10)
+RETIMED = Path(".chapter") / "retimed"
+
+
+@dataclass
+class Retimed:
+    """A submission whose files were written later than its timestamp.txt says: handed in then."""
+    folder: str            # the inbound folder's name
+    student: str
+    claimed: str           # the text of its timestamp.txt
+    written: str           # when its files were last changed (ISO 8601, UTC), which no student can set back
+    seen: float            # when collect found it
+
+
+def written_after(claimed: datetime, changed: float) -> datetime | None:
+    """When the files were last changed (`changed`, a change time in seconds), if that is later
+    than the student's `claimed` time by more than WRITING_SLACK; else None."""
+    written = datetime.fromtimestamp(changed, timezone.utc)
+    return written if written - claimed > WRITING_SLACK else None
+
+
+def retimed_path(root, assignment: str) -> Path:
+    return Path(root) / RETIMED / f"{assignment}.jsonl"
+
+
+def read_retimed(root, assignment: str) -> list[Retimed]:
+    from graders.engine import ledger
+    return list(ledger.entries(retimed_path(root, assignment), Retimed).values())
+
+
+def handed_in(root, assignment: str, student: str, claimed: str) -> datetime | None:
+    """When the student's submission whose timestamp.txt says `claimed` was really written, when
+    collect found its files written later than that; else None."""
+    found = []
+    for entry in read_retimed(root, assignment):
+        if entry.student == student and entry.claimed == claimed:
+            try:
+                found.append(datetime.fromisoformat(entry.written))
+            except (TypeError, ValueError):
+                continue
+    return max(found) if found else None
 
 
 def submission_time(text, now: datetime | None = None) -> tuple[datetime | None, str]:

@@ -191,6 +191,9 @@ def test_the_copy_follows_no_link_reads_no_fifo_and_takes_nobody_elses_file(user
     assert copied == ["w1-memory.ipynb"], copied
     left = json.dumps(done[0])
     assert "grades.db" in left and "pipe" in left and "planted.txt" in left and MALLORY in left
+    # when it was last written: what was copied, not what was left out (planted.txt, changed last)
+    assert done[0].changed == max(os.stat(p).st_ctime for p in (src, src / "data", src / "w1-memory.ipynb"))
+    assert os.lstat(src / "planted.txt").st_ctime >= done[0].changed
 
 
 @pytest.mark.parametrize("swap", ["link", "folder"])

@@ -66,3 +66,30 @@ def test_a_ledger_in_the_old_form_is_read_once_not_once_a_forgery(tmp_path, monk
     assert not exchange.set_aside(tmp_path, "hw1", "old7", "bo", "forged")
     legacy.write_text(json.dumps([{"folder": "changed", "claimed": "bo", "why": "forged", "seen": 1.0}]))
     assert not exchange.set_aside(tmp_path, "hw1", "changed", "bo", "forged")   # a changed file is read again
+
+
+def test_a_timestamp_earlier_than_its_files_is_ledgered_once_unless_the_course_trusts_it(tmp_path):
+    import time
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    from graders.engine.times import handed_in, read_retimed
+    coursedir = CourseDirectory(root=str(tmp_path))
+    coursedir.assignment_id = "hw1"
+    (tmp_path / "sub").mkdir()
+    said = "2026-01-01 10:00:00.000000 UTC"
+    (tmp_path / "sub" / "timestamp.txt").write_text(said)
+    folder = f"ann+hw1+{said}+x"
+    collect = exchange.CheckedCollect(coursedir=coursedir, config=Config())
+    assert collect.check_time(folder, tmp_path / "sub", 1767261600.0 + 599) == ""    # within the slack
+    written = time.time()
+    for _ in range(2):
+        line = collect.check_time(folder, tmp_path / "sub", written)
+        assert line.startswith(f"RETIMED ann: the timestamp.txt of {folder} says {said}")
+    assert [e.folder for e in read_retimed(tmp_path, "hw1")] == [folder]
+    assert abs(handed_in(tmp_path, "hw1", "ann", said).timestamp() - written) < 1e-3
+    config = Config()
+    config.CheckedCollect.trust_student_time = True
+    trusting = exchange.CheckedCollect(coursedir=coursedir, config=config)
+    assert trusting.check_time(f"bo+hw1+{said}+y", tmp_path / "sub", written) == ""
+    assert len(read_retimed(tmp_path, "hw1")) == 1

@@ -11,8 +11,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from graders.engine.times import (CLOCK_SLACK, MAX_TIME_TEXT, naive_utc, read_small, read_timestamp,
-                                  submission_time)
+from graders.engine import ledger
+from graders.engine.times import (CLOCK_SLACK, MAX_TIME_TEXT, WRITING_SLACK, Retimed, handed_in, naive_utc,
+                                  read_small, read_timestamp, retimed_path, submission_time, written_after)
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -98,3 +99,26 @@ def test_a_link_or_a_missing_file_is_none(tmp_path):
     assert read_timestamp(tmp_path) is None
     assert read_small(tmp_path / "absent.txt", 10) is None
     assert read_timestamp(tmp_path / "no folder") is None
+
+
+def test_files_written_well_after_the_students_time_give_the_time_they_were_written():
+    claimed = NOW
+    assert written_after(claimed, (NOW + WRITING_SLACK).timestamp()) is None       # nbgrader's own copy
+    assert written_after(claimed, (NOW - timedelta(days=3)).timestamp()) is None   # earlier: theirs stands
+    later = NOW + WRITING_SLACK + timedelta(seconds=1)
+    assert written_after(claimed, later.timestamp()) == later
+
+
+def test_a_retimed_submission_is_handed_in_when_its_files_were_written(tmp_path):
+    path = retimed_path(tmp_path, "hw1")
+    path.parent.mkdir(parents=True)
+    claimed = "2026-03-01 12:00:00.000000 UTC"
+    for folder, student, written in (("a+hw1+1", "ann", "2026-03-01T15:00:00+00:00"),
+                                     ("a+hw1+2", "ann", "2026-03-01T16:00:00+00:00"),
+                                     ("b+hw1+1", "bo", "2026-03-02T09:00:00+00:00"),
+                                     ("a+hw1+3", "ann", "not a time")):
+        ledger.append(path, Retimed(folder, student, claimed, written, 0.0))
+    assert handed_in(tmp_path, "hw1", "ann", claimed) == datetime(2026, 3, 1, 16, tzinfo=timezone.utc)
+    assert handed_in(tmp_path, "hw1", "ann", "2026-03-01 12:00:00 UTC") is None     # another submission
+    assert handed_in(tmp_path, "hw1", "cy", claimed) is None
+    assert handed_in(tmp_path, "hw2", "ann", claimed) is None

@@ -9,7 +9,10 @@ it), the row says so and names the command that brings them together: `chapter d
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
+
+from graders.engine.times import naive_utc, read_retimed, submission_time
+from graders.unicode import shown_name
 
 COLUMNS = ["student", "due (UTC)", "handed in (UTC)", "hours late", "penalty (points)", "note"]
 
@@ -56,6 +59,18 @@ class Lateness:
         return text
 
 
+def _minute(moment) -> str:
+    """A time to the minute, as the table shows it (an ISO 8601 text is read first)."""
+    try:
+        if isinstance(moment, str):
+            moment = datetime.fromisoformat(moment)
+        if moment is not None and moment.tzinfo is not None:
+            moment = naive_utc(moment)
+        return "" if moment is None else f"{moment:%Y-%m-%d %H:%M}"
+    except (TypeError, ValueError, AttributeError):
+        return ""
+
+
 def _hours(delta: timedelta | None) -> float:
     return 0.0 if not delta else delta.total_seconds() / 3600
 
@@ -86,6 +101,9 @@ def _read(gb, root, assignment: str) -> Lateness:
         out.problem = str(error)
     if policy is not None:
         out.file_due = policy.due.get(assignment)
+    retimed = {}
+    for entry in read_retimed(root, assignment):
+        retimed.setdefault(entry.student, []).append(entry)
     for sub in sorted(gb.assignment_submissions(assignment), key=lambda s: s.student_id):
         own = sub.duedate
         late = sub.total_seconds_late if own is not None else 0.0
@@ -96,6 +114,10 @@ def _read(gb, root, assignment: str) -> Lateness:
             notes.append(f"extension of {_hours(sub.extension):g} h")
         if late and not penalty:
             notes.append("late, no penalty (grace or schedule)")
+        notes += [f"timestamp.txt said {_minute(submission_time(e.claimed)[0]) or shown_name(e.claimed[:40])}; "
+                  "files written later"
+                  for e in retimed.get(sub.student_id, ()) if _minute(e.written) not in ("", None)
+                  and _minute(e.written) == _minute(sub.timestamp)]
         if policy is not None and out.file_due is not None:
             granted = _hours(policy.extensions.get((assignment, sub.student_id)))
             if granted != _hours(sub.extension):

@@ -1,0 +1,103 @@
+"""When a submission was handed in is not the student's to say.
+
+`nbgrader submit` writes the time it started into the folder's name and into `timestamp.txt`,
+and the student owns both: nbgrader's collect takes them as they are, so a late student can
+write an on-time one. The files' change time is set by the kernel when they are written, and no
+student can set it back. Here alice submits after the due date, then writes a time before it into
+her folder's name and her timestamp.txt, as a real login would; plain `nbgrader collect` and
+`chapter autograde` grade her as handed in when her files were written, say so, and the report
+names it. Her feedback can still be fetched: her own timestamp.txt is kept as she wrote it.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from graders.engine.course_dir import exchange_root
+from tests.conftest import login_for, unix_users
+from tests.engine.test_identity import as_account, chown_tree
+from tests.engine.test_serve import ASSIGNMENT, COURSE_ID, Course
+from tests.warm_nbgrader import nbgrader
+
+pytestmark = pytest.mark.slow
+
+ALICE = login_for("alice")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def chapter(*args, cwd):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "graders.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def backdated(tmp_path_factory):
+    now = datetime.now(timezone.utc)
+    due, claimed = now - timedelta(hours=1), now - timedelta(hours=2)
+    course = Course(tmp_path_factory.mktemp("backdated") / "course")
+    (course.root / "deadlines.toml").write_text(
+        f'[penalty]\nper = "day"\nkind = "fraction"\namount = 0.25\ncap = 0.5\n\n'
+        f'[due]\n{ASSIGNMENT} = {due:%Y-%m-%dT%H:%M:%SZ}\n')
+    applied = chapter("deadlines", "--course", str(course.root), cwd=course.root)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    inbound = exchange_root(course.root) / COURSE_ID / "inbound"
+    with unix_users(ALICE) as uids:
+        course.submit(ALICE, "correct")
+        (folder,) = os.listdir(inbound)
+        chown_tree(inbound / folder, uids[ALICE])
+        # as alice: a time an hour before the due date, in her timestamp.txt and her folder's name
+        said = f"{claimed:%Y-%m-%d %H:%M:%S.%f} UTC"
+        name, _, secret = folder.rsplit("+", 2)
+        backdated = f"{name}+{said}+{secret}"
+        held = os.open(inbound, os.O_RDONLY | os.O_DIRECTORY)    # the test's folders above are root's
+
+        def rewrite():
+            fd = os.open(f"{folder}/timestamp.txt", os.O_WRONLY | os.O_TRUNC, dir_fd=held)
+            os.write(fd, said.encode())
+            os.close(fd)
+            os.rename(folder, backdated, src_dir_fd=held, dst_dir_fd=held)
+        try:
+            assert as_account(uids[ALICE], rewrite) == ""
+        finally:
+            os.close(held)
+        assert (inbound / backdated / "timestamp.txt").read_text() == said
+        collect = nbgrader("collect", ASSIGNMENT, cwd=course.root)
+        graded = chapter("autograde", ASSIGNMENT, "--course", str(course.root), cwd=course.root)
+        report = chapter("report", ASSIGNMENT, "--course", str(course.root), cwd=course.root)
+    return {"course": course, "said": said, "folder": backdated, "now": now, "due": due,
+            "collect": collect, "graded": graded, "report": report}
+
+
+def test_a_backdated_submission_is_graded_as_handed_in_when_it_was_written(backdated):
+    from nbgrader.api import Gradebook
+    course, graded = backdated["course"], backdated["graded"]
+    assert graded.returncode == 0, graded.stdout[-2000:] + graded.stderr[-2000:]
+    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}") as gb:
+        submission = gb.find_submission(ASSIGNMENT, ALICE)
+        handed_in = submission.timestamp.replace(tzinfo=timezone.utc)
+        assert abs(handed_in - backdated["now"]) < timedelta(minutes=5), (handed_in, backdated["now"])
+        assert submission.total_seconds_late > 3000
+        assert float(submission.score) == 4.0 and float(submission.late_submission_penalty) == 1.0   # a day begun: a quarter
+    # her own timestamp.txt is kept as she wrote it: nbgrader's feedback is keyed by it
+    kept = course.root / "submitted" / ALICE / ASSIGNMENT / "timestamp.txt"
+    assert kept.read_text().strip() == backdated["said"]
+
+
+def test_the_instructor_is_told_at_collect_in_the_summary_and_in_the_report(backdated):
+    said, folder = backdated["said"], backdated["folder"]
+    collect = backdated["collect"].stdout + backdated["collect"].stderr
+    assert f"RETIMED {ALICE}" in collect and said in collect, collect[-2000:]
+    summary = backdated["graded"].stdout
+    assert f"RETIMED {ALICE}: the timestamp.txt of {folder} says {said}" in summary, summary[-2000:]
+    assert "graded as handed in then" in summary
+    report = backdated["report"]
+    assert report.returncode == 0, report.stdout[-2000:] + report.stderr[-2000:]
+    row = next((line for line in report.stdout.splitlines() if ALICE in line and "timestamp.txt" in line), "")
+    assert f"timestamp.txt said {said[:16]}; files written later" in row, report.stdout[-3000:]
+    assert f"{backdated['now']:%Y-%m-%d %H:%M}" in row or f"{backdated['now'] + timedelta(minutes=1):%Y-%m-%d %H:%M}" in row
