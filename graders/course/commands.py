@@ -180,6 +180,7 @@ def cmd_autograde(args) -> int:
 def cmd_serve(args) -> int:
     import signal
 
+    from graders.engine.exchange import set_aside_lines
     from graders.engine.serve import Service, history
     root = contract.course_root(args.course)
     if args.history:
@@ -188,6 +189,8 @@ def cmd_serve(args) -> int:
                 score = "" if attempt.score is None else f"{attempt.score:g}/{attempt.max_score:g}"
                 print(f"{assignment}  {student:<16} {attempt.timestamp:<34} {attempt.state:<8} {score:>9}  "
                       f"{attempt.why[:80]}")
+            for line in set_aside_lines(root, assignment):      # kept apart from every student's history
+                print(f"{assignment}  {line}")
         return 0
     from graders.course.deadlines import OwnDueDates
     own_due = OwnDueDates(root)

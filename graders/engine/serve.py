@@ -160,8 +160,10 @@ def inbound_path(coursedir, exchange_root: str) -> Path:
     return Path(exchange_root) / coursedir.course_id / "inbound"
 
 
-def complete_submissions(inbound: Path, assignments: set[str]) -> list[tuple[str, str, str, str]]:
-    """(folder, student, assignment, timestamp) of every submission nbgrader has finished writing.
+def complete_submissions(inbound: Path, assignments: set[str],
+                         known: set = frozenset()) -> list[tuple[str, str, str, str]]:
+    """(folder, student, assignment, timestamp) of every submission nbgrader has finished writing,
+    but those whose (assignment, folder) is `known`: looked at once, not on every pass of the loop.
 
     `nbgrader submit` copies the files, then writes timestamp.txt and, last,
     submission_secret.txt: a folder without both is still being written.
@@ -176,7 +178,7 @@ def complete_submissions(inbound: Path, assignments: set[str]) -> list[tuple[str
         if len(parts) < 3 or not entry.is_dir(follow_symlinks=False):
             continue
         student, assignment, timestamp = parts[0], parts[1], parts[2]
-        if assignment not in assignments or not student:
+        if assignment not in assignments or not student or (assignment, entry.name) in known:
             continue
         secret = Path(entry.path) / "submission_secret.txt"
         try:
@@ -293,11 +295,13 @@ class Service:
                 self.duedates[assignment] = gb.find_assignment(assignment).duedate
 
     def _known(self) -> set[tuple[str, str]]:
-        """(assignment, folder) of every attempt the journal holds, whatever its state."""
+        """(assignment, folder) of every attempt the journal holds, whatever its state, and of every
+        submission set aside."""
         known = set()
         for assignment, journal in self.journals.items():
             for student in journal.students():
                 known |= {(assignment, a.folder) for a in journal.load(student)}
+            known |= {(assignment, e.folder) for e in exchange.read_set_aside(self.root, assignment)}
         return known
 
     # -------------------------------------------------------------- the loop
@@ -328,9 +332,7 @@ class Service:
                     self._changes() as changes:
                 while not self._stopping:
                     for folder, student, assignment, timestamp in complete_submissions(
-                            self.inbound, set(self.assignments)):
-                        if (assignment, folder) in known:
-                            continue
+                            self.inbound, set(self.assignments), known):
                         known.add((assignment, folder))
                         # in the turn of the login that wrote it: a flood of forgeries naming
                         # another student waits behind the forger's own work, not the student's
@@ -421,30 +423,32 @@ class Service:
     def _admit(self, job: _Job) -> bool:
         """Apply the attempt policy; True when the submission is refused (and told so)."""
         journal = self.journals[job.assignment]
-        attempts = journal.load(job.student)
-        mine = next((a for a in attempts if a.folder == job.folder), None)
-        if mine is None:
-            mine = Attempt(job.folder, job.timestamp, arrived=time.time())
-            attempts.append(mine)
-        if mine.state == "grading":      # a restart: it was admitted before
-            journal.save(job.student, attempts)
-            return False
-        graded = [a for a in attempts if a.state in ("graded", "grading") and a is not mine]
-        why = ""
         try:
             forged, outsider = exchange.admission(self.inbound / job.folder, job.student, self.enrolled)
         except exchange.EnrolmentUnknown as exc:   # nothing is taken until the hub can say
+            attempts, mine = self._attempt(job)
             mine.state, mine.why, mine.finished = "failed", f"enrolment unknown: {exc}"[:300], time.time()
             journal.save(job.student, attempts)
             self.say(f"{job.student} {job.assignment}: NOT GRADED (cannot tell who is enrolled: {exc})")
             self._give_back()
             return True
         if forged or outsider:
+            # kept in the set-aside ledger, a line each, and never in the journal of the student it
+            # names: a flood of forgeries naming alice neither rewrites her history nor grows it
             if exchange.set_aside(self.root, job.assignment, job.folder, job.student, forged or outsider):
                 self.say(f"SET ASIDE {shown_name(job.folder)}: {forged or outsider}; not collected, graded or "
                          f"served as {shown_name(job.student)}")
             why = feedback.forged(job.student) if forged else feedback.not_enrolled(self.coursedir.course_id)
-        elif self.policy.attempts is not None and len(graded) >= self.policy.attempts:
+            self._tell_refused(job, why)
+            self._give_back()
+            return True
+        attempts, mine = self._attempt(job)
+        if mine.state == "grading":      # a restart: it was admitted before
+            journal.save(job.student, attempts)
+            return False
+        graded = [a for a in attempts if a.state in ("graded", "grading") and a is not mine]
+        why = ""
+        if self.policy.attempts is not None and len(graded) >= self.policy.attempts:
             why = feedback.attempts_used(self.policy.attempts, job.assignment)
         elif graded and self.policy.min_interval > 0:
             wait = self.policy.min_interval - _apart(mine, graded[-1])
@@ -453,19 +457,36 @@ class Service:
         if why:
             mine.state, mine.why, mine.finished = "refused", why, time.time()
             journal.save(job.student, attempts)
-            self.say(f"{job.student} {job.assignment}: not graded ({why.split(',')[0]})")
-            try:
-                release_refusal(self.config, self.root, job.assignment, job.folder, why,
-                                self.runs[job.assignment].course.notebooks)
-            except Exception as exc:  # noqa: BLE001 - said, and kept in the history; the service goes on
-                mine.why = f"{why} The student was not told: {exc}"[:600]
+            untold = self._tell_refused(job, why)
+            if untold:              # kept in the history
+                mine.why = f"{why} {untold}"[:600]
                 journal.save(job.student, attempts)
-                self.say(f"{job.student} {job.assignment}: the refusal could not be released ({exc})")
             self._give_back()   # the ledger and journal stay the instructor's
             return True
         mine.state = "grading"
         journal.save(job.student, attempts)
         return False
+
+    def _attempt(self, job: _Job) -> tuple[list[Attempt], Attempt]:
+        """The student's attempts, with this job's (new when the journal does not hold it yet)."""
+        attempts = self.journals[job.assignment].load(job.student)
+        mine = next((a for a in attempts if a.folder == job.folder), None)
+        if mine is None:
+            mine = Attempt(job.folder, job.timestamp, arrived=time.time())
+            attempts.append(mine)
+        return attempts, mine
+
+    def _tell_refused(self, job: _Job, why: str) -> str:
+        """Say it, and release the refusal where its writer's Fetch Feedback looks; "" once
+        released, else why the student was not told."""
+        self.say(f"{job.student} {job.assignment}: not graded ({why.split(',')[0]})")
+        try:
+            release_refusal(self.config, self.root, job.assignment, job.folder, why,
+                            self.runs[job.assignment].course.notebooks)
+        except Exception as exc:  # noqa: BLE001 - said; the service goes on
+            self.say(f"{job.student} {job.assignment}: the refusal could not be released ({exc})")
+            return f"The student was not told: {exc}"
+        return ""
 
     def _give_back(self) -> None:
         """What this service wrote in the course stays the instructor's (closed, and given back to
