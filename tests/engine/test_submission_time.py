@@ -101,3 +101,26 @@ def test_the_instructor_is_told_at_collect_in_the_summary_and_in_the_report(back
     row = next((line for line in report.stdout.splitlines() if ALICE in line and "timestamp.txt" in line), "")
     assert f"timestamp.txt said {said[:16]}; files written later" in row, report.stdout[-3000:]
     assert f"{backdated['now']:%Y-%m-%d %H:%M}" in row or f"{backdated['now'] + timedelta(minutes=1):%Y-%m-%d %H:%M}" in row
+
+
+def test_chapter_serve_takes_the_same_time_and_says_it(tmp_path):
+    """`chapter serve` collects each submission with the course's collect, one at a time: the
+    same time, and the line the service prints."""
+    from traitlets.config import Config
+
+    from graders.engine import serve
+    from graders.engine.times import handed_in
+    config = Config()
+    config.Exchange.root = str(tmp_path / "exchange")
+    config.CourseDirectory.course_id = "course"
+    said = "2026-01-01 10:00:00.000000 UTC"
+    folder = f"ann+{ASSIGNMENT}+{said}+x"
+    inbound = tmp_path / "exchange" / "course" / "inbound" / folder
+    inbound.mkdir(parents=True)
+    (inbound / "w1-memory.ipynb").write_text("{}")
+    (inbound / "timestamp.txt").write_text(said)
+    written = os.stat(inbound / "timestamp.txt").st_ctime
+    line = serve.collect_one(config, tmp_path / "course", ASSIGNMENT, "ann", folder)
+    assert line.startswith(f"RETIMED ann: the timestamp.txt of {folder} says {said}"), line
+    assert abs(handed_in(tmp_path / "course", ASSIGNMENT, "ann", said).timestamp() - written) < 5
+    assert (tmp_path / "course" / "submitted" / "ann" / ASSIGNMENT / "timestamp.txt").read_text() == said
