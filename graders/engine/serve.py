@@ -41,7 +41,7 @@ from graders.engine import course_dir
 from graders.engine import exchange
 from graders.engine import feedback
 from graders.engine.html_filters import bounded
-from graders.engine.times import read_small
+from graders.engine.times import read_small, written_after
 from graders.engine import grading
 from graders.engine.journal import Journal, fingerprint, student_file, submission_key
 from graders.engine import record_io
@@ -93,6 +93,7 @@ class Attempt:
     score: float | None = None
     max_score: float | None = None
     why: str = ""
+    written: float = 0.0             # the inbound folder's change time when it was admitted (0: unknown)
 
 
 class AttemptJournal:
@@ -143,7 +144,7 @@ def counted(attempts: list[Attempt], policy: Policy, duedate) -> Attempt | None:
     if policy.counts == "best":
         return max(graded, key=lambda a: (a.score or 0.0, a.timestamp))
     if duedate is not None:
-        on_time = [a for a in graded if (moment := _parse_time(a.timestamp)) is not None and moment <= duedate]
+        on_time = [a for a in graded if (moment := _handed_in(a)) is not None and moment <= duedate]
         if on_time:
             return on_time[-1]
     return graded[-1]
@@ -153,6 +154,16 @@ def _parse_time(text: str):
     """The student's time as nbgrader keeps it (UTC, no zone), or None when it is unusable."""
     moment, _ = exchange.submission_time(text)
     return None if moment is None else exchange.naive_utc(moment)
+
+
+def _handed_in(attempt: Attempt):
+    """The attempt's time as its grade is recorded: the student's, or when its folder was last
+    written if that is later by more than times.WRITING_SLACK (as collect retimes it)."""
+    moment, _ = exchange.submission_time(attempt.timestamp)
+    if moment is None:
+        return None
+    later = written_after(moment, attempt.written) if attempt.written else None
+    return exchange.naive_utc(later or moment)
 
 
 # ============================================================================ the exchange
@@ -472,7 +483,11 @@ class Service:
         attempts = self.journals[job.assignment].load(job.student)
         mine = next((a for a in attempts if a.folder == job.folder), None)
         if mine is None:
-            mine = Attempt(job.folder, job.timestamp, arrived=time.time())
+            try:
+                written = os.lstat(self.inbound / job.folder).st_ctime
+            except OSError:
+                written = 0.0
+            mine = Attempt(job.folder, job.timestamp, arrived=time.time(), written=written)
             attempts.append(mine)
         return attempts, mine
 
@@ -557,8 +572,12 @@ class Service:
 
 
 def _apart(later: Attempt, earlier: Attempt) -> float:
-    """Seconds between two attempts, by the students' times; by their arrival when either
-    time is unusable (a student's clock cannot buy an attempt)."""
+    """Seconds between two attempts: by when their folders were written (which no student can set
+    back or ahead; a student's own times, up to an hour ahead, would buy attempts); for attempts
+    kept before that was recorded, by the students' times, or by their arrival when either time is
+    unusable."""
+    if later.written and earlier.written:
+        return later.written - earlier.written
     a, b = _parse_time(later.timestamp), _parse_time(earlier.timestamp)
     if a is None or b is None:
         return later.arrived - earlier.arrived

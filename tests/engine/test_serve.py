@@ -408,6 +408,28 @@ def test_which_attempt_counts():
     assert serve.counted(attempts[3:], serve.Policy(), due) is None
 
 
+def test_a_students_own_times_buy_no_attempt_and_no_time():
+    """The wait between attempts and the attempt that counts by the due date go by when each folder
+    was written, not by the times the student gives (up to an hour ahead of ours is allowed)."""
+    from datetime import datetime, timezone
+
+    def at(text):
+        return datetime.strptime(text, "%Y-%m-%d %H:%M").replace(tzinfo=timezone.utc).timestamp()
+    first = serve.Attempt("a", "2026-03-01 10:00:00.000000 UTC", state="graded", score=1.0,
+                          written=at("2026-03-01 10:00"))
+    second = serve.Attempt("b", "2026-03-01 10:59:00.000000 UTC", state="graded", score=4.0,
+                           written=at("2026-03-01 10:01"))     # a minute later, named an hour later
+    assert serve._apart(second, first) == 60
+    unknown = dataclasses.replace(second, written=0.0)        # kept before the time was recorded
+    assert serve._apart(unknown, first) == 59 * 60
+    late = serve.Attempt("c", "2026-03-02 23:00:00.000000 UTC", state="graded", score=4.0,
+                         written=at("2026-03-04 09:00"))      # handed in after the due date, named before
+    due = datetime(2026, 3, 3)
+    assert serve.counted([first, late], serve.Policy(counts="last"), due).folder == "a"
+    assert serve.counted([first, dataclasses.replace(late, written=at("2026-03-02 23:05"))],
+                         serve.Policy(counts="last"), due).folder == "c"   # within the slack: its own time
+
+
 def test_instant_feedback_names_the_check_but_no_direction():
     """Instant lines keep the failed check and the declared mistake; batch lines keep their hints."""
     from graders.engine import grading
