@@ -50,9 +50,10 @@ def handed_in(root, assignment: str, student: str, claimed: str) -> datetime | N
     for entry in read_retimed(root, assignment):
         if entry.student == student and entry.claimed == claimed:
             try:
-                found.append(datetime.fromisoformat(entry.written))
+                written = datetime.fromisoformat(entry.written)
             except (TypeError, ValueError):
                 continue
+            found.append(written if written.tzinfo else written.replace(tzinfo=timezone.utc))
     return max(found) if found else None
 
 

@@ -116,9 +116,11 @@ def test_a_retimed_submission_is_handed_in_when_its_files_were_written(tmp_path)
     for folder, student, written in (("a+hw1+1", "ann", "2026-03-01T15:00:00+00:00"),
                                      ("a+hw1+2", "ann", "2026-03-01T16:00:00+00:00"),
                                      ("b+hw1+1", "bo", "2026-03-02T09:00:00+00:00"),
-                                     ("a+hw1+3", "ann", "not a time")):
+                                     ("a+hw1+3", "ann", "not a time"),
+                                     ("a+hw1+4", "ann", "2026-03-01T15:30:00")):          # no zone: UTC
         ledger.append(path, Retimed(folder, student, claimed, written, 0.0))
     assert handed_in(tmp_path, "hw1", "ann", claimed) == datetime(2026, 3, 1, 16, tzinfo=timezone.utc)
+    assert handed_in(tmp_path, "hw1", "ann", claimed) > datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
     assert handed_in(tmp_path, "hw1", "ann", "2026-03-01 12:00:00 UTC") is None     # another submission
     assert handed_in(tmp_path, "hw1", "cy", claimed) is None
     assert handed_in(tmp_path, "hw2", "ann", claimed) is None
