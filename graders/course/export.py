@@ -178,9 +178,9 @@ def export(root: Path, which: str, lms: str = "canvas", ids: Path | None = None,
     if stale:
         raise ExportError(stale)
     grades = read_grades(Path(root), which, roster=people or ())
-    if not out or not Path(out).exists():
-        out = private_folder(Path(out) if out else Path(root) / "exports")
-    out = Path(out)           # a folder the instructor names and already has keeps its mode: /tmp stays /tmp
+    out = Path(out) if out else Path(root) / "exports"
+    if not out.exists() or out == Path(root) / "exports":   # a folder the instructor names and already has
+        out = private_folder(out)                           # keeps its mode: /tmp stays /tmp
     label = re.sub(r"[^A-Za-z0-9._-]", "_", which)
     if lms == "canvas":
         header = CANVAS_COLUMNS + [safe_text(a) for a in grades.assignments]

@@ -210,10 +210,8 @@ def set_aside_lines(root: Path, assignment: str) -> list[str]:
 
 
 def retimed_line(entry: Retimed) -> str:
-    try:
-        written = f"{datetime.fromisoformat(entry.written):%Y-%m-%d %H:%M:%S} UTC"
-    except (TypeError, ValueError):
-        written = shown_name(str(entry.written))
+    moment = entry.moment()
+    written = shown_name(str(entry.written)) if moment is None else f"{naive_utc(moment):%Y-%m-%d %H:%M:%S} UTC"
     return (f"RETIMED {shown_name(entry.student)}: the timestamp.txt of {shown_name(entry.folder)} says "
             f"{shown_name(entry.claimed)}, but its files were written at {written}; graded as handed in then")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from graders.engine.course_dir import Course
 from graders.engine.shared import atomic_write
-from graders.engine.times import handed_in, naive_utc, read_timestamp, submission_time
+from graders.engine.times import naive_utc, read_timestamp, submitted_at
 from graders.engine.grading import SubmissionResult
 
 
@@ -159,14 +159,10 @@ def submitted_notebooks(gb, submission_id: str, names: list[str], assignment: st
 
 def submission_moment(course: Course, student: str):
     """(when the student submitted, "") from their timestamp.txt, or when collect found its files
-    written, if later (times.handed_in); (None, why it is unusable), or (None, "") when there is
+    written, if later (times.submitted_at); (None, why it is unusable), or (None, "") when there is
     none at all."""
     text = read_timestamp(course.submission_dir(student))
-    if text is None:
-        return None, ""
-    moment, why = submission_time(text)
-    written = handed_in(course.root, course.assignment, student, text) if moment is not None else None
-    return (written if written is not None and written > moment else moment), why
+    return (None, "") if text is None else submitted_at(course.root, course.assignment, student, text)
 
 
 def untimed(course: Course, student: str) -> str:

@@ -41,7 +41,7 @@ from graders.engine import course_dir
 from graders.engine import exchange
 from graders.engine import feedback
 from graders.engine.html_filters import bounded
-from graders.engine.times import read_small, written_after
+from graders.engine.times import folder_written, read_small, trusted_moment
 from graders.engine import grading
 from graders.engine.journal import Journal, fingerprint, student_file, submission_key
 from graders.engine import record_io
@@ -93,7 +93,7 @@ class Attempt:
     score: float | None = None
     max_score: float | None = None
     why: str = ""
-    written: float = 0.0             # the inbound folder's change time when it was admitted (0: unknown)
+    written: float = 0.0             # times.folder_written when it was admitted (0: unknown)
 
 
 class AttemptJournal:
@@ -160,10 +160,7 @@ def _handed_in(attempt: Attempt):
     """The attempt's time as its grade is recorded: the student's, or when its folder was last
     written if that is later by more than times.WRITING_SLACK (as collect retimes it)."""
     moment, _ = exchange.submission_time(attempt.timestamp)
-    if moment is None:
-        return None
-    later = written_after(moment, attempt.written) if attempt.written else None
-    return exchange.naive_utc(later or moment)
+    return None if moment is None else exchange.naive_utc(trusted_moment(moment, attempt.written))
 
 
 # ============================================================================ the exchange
@@ -483,11 +480,8 @@ class Service:
         attempts = self.journals[job.assignment].load(job.student)
         mine = next((a for a in attempts if a.folder == job.folder), None)
         if mine is None:
-            try:
-                written = os.lstat(self.inbound / job.folder).st_ctime
-            except OSError:
-                written = 0.0
-            mine = Attempt(job.folder, job.timestamp, arrived=time.time(), written=written)
+            mine = Attempt(job.folder, job.timestamp, arrived=time.time(),
+                           written=folder_written(self.inbound / job.folder))
             attempts.append(mine)
         return attempts, mine
 

@@ -26,12 +26,41 @@ class Retimed:
     written: str           # when its files were last changed (ISO 8601, UTC), which no student can set back
     seen: float            # when collect found it
 
+    def moment(self) -> datetime | None:
+        """`written` as a time, read as UTC when it names no zone (an instructor's hand-edit of the
+        ledger), or None when it is not a time."""
+        try:
+            moment = datetime.fromisoformat(self.written)
+        except (TypeError, ValueError):
+            return None
+        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
 
 def written_after(claimed: datetime, changed: float) -> datetime | None:
     """When the files were last changed (`changed`, a change time in seconds), if that is later
     than the student's `claimed` time by more than WRITING_SLACK; else None."""
     written = datetime.fromtimestamp(changed, timezone.utc)
     return written if written - claimed > WRITING_SLACK else None
+
+
+def trusted_moment(claimed: datetime, changed: float) -> datetime:
+    """When a submission was handed in: the student's `claimed` time, unless its files were written
+    later than that by more than WRITING_SLACK (`changed`, a change time; 0 when unknown)."""
+    return (written_after(claimed, changed) if changed else None) or claimed
+
+
+def folder_written(folder: Path) -> float:
+    """When an inbound folder was last written, as far as a look at it alone tells: the later change
+    time of the folder and of its timestamp.txt (no link followed), 0.0 when neither can be read.
+    Renaming the folder, adding to it or rewriting its time moves one of them; the copy then reads
+    every file's (exchange.Copied.changed)."""
+    changed = 0.0
+    for path in (Path(folder), Path(folder) / "timestamp.txt"):
+        try:
+            changed = max(changed, os.lstat(path).st_ctime)
+        except OSError:
+            pass
+    return changed
 
 
 def retimed_path(root, assignment: str) -> Path:
@@ -46,15 +75,20 @@ def read_retimed(root, assignment: str) -> list[Retimed]:
 def handed_in(root, assignment: str, student: str, claimed: str) -> datetime | None:
     """When the student's submission whose timestamp.txt says `claimed` was really written, when
     collect found its files written later than that; else None."""
-    found = []
-    for entry in read_retimed(root, assignment):
-        if entry.student == student and entry.claimed == claimed:
-            try:
-                written = datetime.fromisoformat(entry.written)
-            except (TypeError, ValueError):
-                continue
-            found.append(written if written.tzinfo else written.replace(tzinfo=timezone.utc))
-    return max(found) if found else None
+    found = [entry.moment() for entry in read_retimed(root, assignment)
+             if entry.student == student and entry.claimed == claimed]
+    return max((moment for moment in found if moment is not None), default=None)
+
+
+def submitted_at(root, assignment: str, student: str, text) -> tuple[datetime | None, str]:
+    """(when the student's submission whose timestamp.txt says `text` was handed in, ""): their
+    time, or when collect found its files written if later (handed_in); (None, why) for a time
+    that is unusable."""
+    moment, why = submission_time(text)
+    if moment is None:
+        return None, why
+    written = handed_in(root, assignment, student, text)
+    return (moment if written is None else max(moment, written)), ""
 
 
 def submission_time(text, now: datetime | None = None) -> tuple[datetime | None, str]:

@@ -12,8 +12,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from graders.engine import ledger
-from graders.engine.times import (CLOCK_SLACK, MAX_TIME_TEXT, WRITING_SLACK, Retimed, handed_in, naive_utc,
-                                  read_small, read_timestamp, retimed_path, submission_time, written_after)
+from graders.engine.times import (CLOCK_SLACK, MAX_TIME_TEXT, WRITING_SLACK, Retimed, folder_written, handed_in,
+                                  naive_utc, read_small, read_timestamp, retimed_path, submission_time,
+                                  trusted_moment, written_after)
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -124,3 +125,38 @@ def test_a_retimed_submission_is_handed_in_when_its_files_were_written(tmp_path)
     assert handed_in(tmp_path, "hw1", "ann", "2026-03-01 12:00:00 UTC") is None     # another submission
     assert handed_in(tmp_path, "hw1", "cy", claimed) is None
     assert handed_in(tmp_path, "hw2", "ann", claimed) is None
+
+
+def test_a_submission_is_handed_in_when_its_student_says_unless_written_later():
+    assert trusted_moment(NOW, (NOW + WRITING_SLACK).timestamp()) == NOW
+    assert trusted_moment(NOW, (NOW - timedelta(days=1)).timestamp()) == NOW
+    assert trusted_moment(NOW, 0.0) == NOW                                    # not known
+    later = NOW + timedelta(hours=5)
+    assert trusted_moment(NOW, later.timestamp()) == later
+
+
+def test_a_ledgered_time_is_read_once_for_everyone_and_as_utc_without_a_zone():
+    def entry(written):
+        return Retimed("f", "ann", "c", written, 0.0)
+    assert entry("2026-03-01T15:00:00+01:00").moment() == datetime(2026, 3, 1, 14, tzinfo=timezone.utc)
+    assert entry("2026-03-01T15:00:00").moment() == datetime(2026, 3, 1, 15, tzinfo=timezone.utc)
+    assert entry("yesterday").moment() is None
+    assert entry(1767261600).moment() is None                                # a hand-edit with a number
+
+
+def test_renaming_a_folder_or_rewriting_its_time_moves_when_it_was_written(tmp_path):
+    import time
+    folder = tmp_path / "ann+hw1+x"
+    assert folder_written(folder) == 0.0
+    folder.mkdir()
+    (folder / "timestamp.txt").write_text("2026-03-01 12:00:00 UTC")
+    before = folder_written(folder)
+    assert before >= os.lstat(folder).st_ctime
+    time.sleep(0.05)
+    renamed = folder.rename(tmp_path / "ann+hw1+y")
+    assert folder_written(renamed) > before
+    moved = folder_written(renamed)
+    time.sleep(0.05)
+    with open(renamed / "timestamp.txt", "r+") as fh:        # in place: the folder's own time stays
+        fh.write("2026-02-01")
+    assert folder_written(renamed) > moved

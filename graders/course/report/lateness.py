@@ -59,16 +59,11 @@ class Lateness:
         return text
 
 
-def _minute(moment) -> str:
-    """A time to the minute, as the table shows it (an ISO 8601 text is read first)."""
-    try:
-        if isinstance(moment, str):
-            moment = datetime.fromisoformat(moment)
-        if moment is not None and moment.tzinfo is not None:
-            moment = naive_utc(moment)
-        return "" if moment is None else f"{moment:%Y-%m-%d %H:%M}"
-    except (TypeError, ValueError, AttributeError):
+def _minute(moment: datetime | None) -> str:
+    """A time to the minute, as the table shows it (UTC); "" for none."""
+    if moment is None:
         return ""
+    return f"{naive_utc(moment) if moment.tzinfo is not None else moment:%Y-%m-%d %H:%M}"
 
 
 def _hours(delta: timedelta | None) -> float:
@@ -116,8 +111,8 @@ def _read(gb, root, assignment: str) -> Lateness:
             notes.append("late, no penalty (grace or schedule)")
         notes += [f"timestamp.txt said {_minute(submission_time(e.claimed)[0]) or shown_name(e.claimed[:40])}; "
                   "files written later"
-                  for e in retimed.get(sub.student_id, ()) if _minute(e.written) not in ("", None)
-                  and _minute(e.written) == _minute(sub.timestamp)]
+                  for e in retimed.get(sub.student_id, ()) if (written := _minute(e.moment()))
+                  and written == _minute(sub.timestamp)]
         if policy is not None and out.file_due is not None:
             granted = _hours(policy.extensions.get((assignment, sub.student_id)))
             if granted != _hours(sub.extension):
