@@ -50,8 +50,8 @@ from traitlets import Bool
 from graders.engine import ledger
 from graders.engine.shared import some
 from graders.unicode import shown_name
-from graders.engine.times import (Retimed, naive_utc, read_retimed, read_timestamp, retimed_path,
-                                  submission_time, written_after)
+from graders.engine.times import (Retimed, folder_written, naive_utc, read_retimed, read_timestamp,
+                                  retimed_path, submission_time, submitted_at, trusted_moment, written_after)
 
 LEDGER = Path(".chapter") / "set-aside"
 MAX_ENTRIES = 10_000                     # files and folders copied from one submission
@@ -550,15 +550,20 @@ class CheckedCollect(ExchangeCollect):
                     self.log.warning("set aside %s: %s", name, why)
                 continue
             info = os.lstat(path)
-            moment, _ = submission_time(parts[2])
-            if moment is None:       # the student's clock said nothing usable: when it reached us
-                moment = datetime.fromtimestamp(info.st_ctime, timezone.utc)
+            changed = folder_written(Path(path)) or info.st_ctime
+            claimed, _ = submission_time(parts[2])
+            if claimed is None:       # the student's clock said nothing usable: when it was written
+                moment = datetime.fromtimestamp(changed, timezone.utc)
+            else:                     # nor a time before the folder was written
+                moment = claimed if self.trust_student_time else trusted_moment(claimed, changed)
             found.append({"username": parts[0], "filename": name, "timestamp": naive_utc(moment),
-                          "owner": info.st_uid})
+                          "claimed": claimed and naive_utc(claimed), "owner": info.st_uid})
         return found
 
     def choose(self, records: list[dict]) -> list[dict]:
-        """Each student's latest submission; with before_duedate, their latest on time if any."""
+        """Each student's latest submission; with before_duedate, their latest on time if any. By
+        when each was handed in: the time in its name, unless the folder was written later than
+        that (times.trusted_moment), so a late submission named as on time is not taken as one."""
         latest = {}
         for rec in sorted(records, key=lambda r: r["timestamp"]):
             prior = latest.get(rec["username"])
@@ -581,10 +586,11 @@ class CheckedCollect(ExchangeCollect):
             student = rec["username"]
             dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment)
             if os.path.isdir(dest):
-                existing, _ = submission_time(read_timestamp(Path(dest)))
-                existing = existing and naive_utc(existing)
-                fresher = self.update and (existing is None or rec["timestamp"] > existing)
-                other = self.before_duedate and existing != rec["timestamp"]
+                said = read_timestamp(Path(dest))
+                existing = submission_time(said)[0]         # as its student named it: the same submission?
+                handed_in = submitted_at(self.coursedir.root, assignment, student, said)[0]   # as graded
+                fresher = self.update and (handed_in is None or rec["timestamp"] > naive_utc(handed_in))
+                other = self.before_duedate and (existing and naive_utc(existing)) != rec["claimed"]
                 if not (fresher or other):
                     self.log.info(f"No newer submission to collect: {student} {assignment}")
                     continue

@@ -124,3 +124,95 @@ def test_chapter_serve_takes_the_same_time_and_says_it(tmp_path):
     assert line.startswith(f"RETIMED ann: the timestamp.txt of {folder} says {said}"), line
     assert abs(handed_in(tmp_path / "course", ASSIGNMENT, "ann", said).timestamp() - written) < 5
     assert (tmp_path / "course" / "submitted" / "ann" / ASSIGNMENT / "timestamp.txt").read_text() == said
+
+
+def _inbound(tmp_path, folders, monkeypatch):
+    """Inbound folders of hw1, each with when it was written (times.folder_written, as collect reads it)."""
+    from graders.engine import exchange
+    inbound = tmp_path / "inbound"
+    written = {}
+    for name, moment in folders.items():
+        (inbound / name).mkdir(parents=True)
+        written[str(inbound / name)] = moment.timestamp()
+    monkeypatch.setattr(exchange, "folder_written", lambda path: written[str(path)])
+    return inbound
+
+
+def _chosen(tmp_path, inbound, due, **traits) -> list[str]:
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    from graders.engine import exchange
+    config = Config()
+    for trait, value in traits.items():
+        setattr(config.CheckedCollect, trait, value)
+    coursedir = CourseDirectory(root=str(tmp_path))
+    coursedir.assignment_id = "hw1"
+    app = exchange.CheckedCollect(coursedir=coursedir, config=config)
+    app.inbound_path, app.duedate = str(inbound), exchange.naive_utc(due)
+    return sorted(record["filename"] for record in app.choose(app.records()))
+
+
+def _named(student, moment, secret):
+    return f"{student}+hw1+{moment:%Y-%m-%d %H:%M:%S.%f} UTC+{secret}"
+
+
+def test_collect_chooses_by_when_a_submission_was_written_not_by_the_time_in_its_name(tmp_path, monkeypatch):
+    """ann handed in on time, then a day late, and named the late folder as on time. With
+    --before-duedate, collect takes the one that was on time; without, her latest, the late one.
+    bo's honest late submission after an on-time one is chosen as nbgrader would."""
+    due = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
+    on_time = _named("ann", due - timedelta(hours=2), "a")
+    backdated = _named("ann", due - timedelta(hours=1), "b")
+    bo_early, bo_late = _named("bo", due - timedelta(hours=3), "c"), _named("bo", due + timedelta(hours=5), "d")
+    inbound = _inbound(tmp_path, {on_time: due - timedelta(hours=2) + timedelta(seconds=4),
+                                  backdated: due + timedelta(days=1),
+                                  bo_early: due - timedelta(hours=3) + timedelta(seconds=2),
+                                  bo_late: due + timedelta(hours=5, seconds=3)}, monkeypatch)
+    assert _chosen(tmp_path, inbound, due, before_duedate=True) == [on_time, bo_early]
+    assert _chosen(tmp_path, inbound, due) == [backdated, bo_late]
+    # an exchange restored from a copy: its change times say nothing, and nbgrader's rule is kept
+    assert _chosen(tmp_path, inbound, due, before_duedate=True, trust_student_time=True) == [backdated, bo_early]
+
+
+def test_collect_of_a_retimed_submission_is_not_repeated_and_a_later_one_is_taken(tmp_path, monkeypatch):
+    """With --update, a backdated submission collected once (and retimed) is not collected again on
+    each run; a submission written after it is taken, though its name gives an earlier time still."""
+    import logging
+    import shutil
+
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    from graders.engine import exchange
+    due = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
+    first, later = _named("ann", due - timedelta(hours=1), "a"), _named("ann", due - timedelta(hours=2), "b")
+    written = {first: due + timedelta(days=1)}
+    inbound = _inbound(tmp_path, written, monkeypatch)
+    monkeypatch.setattr(exchange, "folder_written", lambda path: written[Path(path).name].timestamp())
+    config = Config()
+    config.CheckedCollect.update = True
+
+    def collect() -> list[str]:
+        coursedir = CourseDirectory(root=str(tmp_path), config=config)
+        coursedir.assignment_id = "hw1"
+        app = exchange.CheckedCollect(coursedir=coursedir, config=config, log=logging.getLogger("collect"))
+        app.inbound_path, app.duedate = str(inbound), exchange.naive_utc(due)
+        copied = []
+
+        def copy_one(src, dest, owner):       # as safe_copy would, with the folder's change time
+            shutil.copytree(src, dest)
+            copied.append(os.path.basename(src))
+            return app.check_time(os.path.basename(src), Path(dest), written[os.path.basename(src)].timestamp())
+        app.copy_one = copy_one
+        app.src_records = app.choose(app.records())
+        app.copy_files()
+        return copied
+
+    (inbound / first / "timestamp.txt").write_text(first.split("+")[2])
+    assert collect() == [first]
+    assert collect() == []
+    (inbound / later).mkdir()
+    (inbound / later / "timestamp.txt").write_text(later.split("+")[2])
+    written[later] = due + timedelta(days=2)
+    assert collect() == [later]
