@@ -93,7 +93,7 @@ class Attempt:
     score: float | None = None
     max_score: float | None = None
     why: str = ""
-    written: float = 0.0             # times.folder_written when it was admitted (0: unknown)
+    written: float = 0.0             # times.folder_written when admitted (0: unknown, or trust_student_time)
 
 
 class AttemptJournal:
@@ -265,6 +265,9 @@ class Service:
     own_due: object = None
     _stopping: bool = field(default=False, init=False)
     _due_problem: str | None = field(default=None, init=False)
+    # c.CheckedCollect.trust_student_time: the exchange's change times say nothing (it was copied
+    # or restored), so attempts go by the times the students give, as collect's do
+    trust_student_time: bool = field(default=False, init=False)
 
     def stop(self) -> None:
         self._stopping = True
@@ -285,6 +288,7 @@ class Service:
         self.inbound = inbound_path(self.coursedir, exchange_root)
         exchange.close_course(self.root, self.coursedir.db_url)
         self.enrolled = exchange.enrolment(self.config, self.coursedir.course_id)
+        self.trust_student_time = bool(self.config.get("CheckedCollect", {}).get("trust_student_time", False))
         self.limits = course_dir.limits_from(self.config)
         late = late_penalties(self.config)
         self.runs = {}       # assignment -> its GradingRun, which the service's workers inherit
@@ -480,8 +484,8 @@ class Service:
         attempts = self.journals[job.assignment].load(job.student)
         mine = next((a for a in attempts if a.folder == job.folder), None)
         if mine is None:
-            mine = Attempt(job.folder, job.timestamp, arrived=time.time(),
-                           written=folder_written(self.inbound / job.folder))
+            written = 0.0 if self.trust_student_time else folder_written(self.inbound / job.folder)
+            mine = Attempt(job.folder, job.timestamp, arrived=time.time(), written=written)
             attempts.append(mine)
         return attempts, mine
 

@@ -430,6 +430,23 @@ def test_a_students_own_times_buy_no_attempt_and_no_time():
                          serve.Policy(counts="last"), due).folder == "c"   # within the slack: its own time
 
 
+def test_an_attempt_keeps_when_its_folder_was_written_unless_the_course_trusts_student_times(tmp_path):
+    """As it is admitted, an attempt keeps its folder's change time, by which it is spaced and
+    counted; with c.CheckedCollect.trust_student_time (an exchange copied or restored, whose change
+    times say nothing) it keeps none, and the student's own times stand, as in collect."""
+    import io
+    service = serve.Service(tmp_path, [ASSIGNMENT], out=io.StringIO())
+    service.inbound = tmp_path / "inbound"
+    service.journals = {ASSIGNMENT: serve.AttemptJournal(tmp_path, ASSIGNMENT)}
+    for folder in ("one", "two"):
+        (service.inbound / folder).mkdir(parents=True)
+    _, mine = service._attempt(serve._Job("maria", ASSIGNMENT, "one", "2026-03-01 10:00:00.000000 UTC"))
+    assert mine.written == os.lstat(service.inbound / "one").st_ctime > 0
+    service.trust_student_time = True
+    _, trusted = service._attempt(serve._Job("maria", ASSIGNMENT, "two", "2026-03-01 11:00:00.000000 UTC"))
+    assert trusted.written == 0.0
+
+
 def test_instant_feedback_names_the_check_but_no_direction():
     """Instant lines keep the failed check and the declared mistake; batch lines keep their hints."""
     from graders.engine import grading
