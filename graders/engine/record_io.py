@@ -12,12 +12,14 @@ from graders.engine.times import naive_utc, read_timestamp, submitted_at
 from graders.engine.grading import SubmissionResult
 
 
-def record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> str:
+def record(gb, course: Course, result: SubmissionResult, late_plugin=None, handed_in=None) -> str:
     """Write one submission's grades into nbgrader's gradebook (values are set, never added).
 
     Returns why the submission has no usable time ("" when it has one): the student's side
     wrote timestamp.txt, so a time that does not parse or is out of range is refused, and the
     submission is recorded without a time (so with no late penalty), flagged by the caller.
+    `handed_in`, (moment or None, why), gives the time of a submission that submitted/ no longer
+    holds (chapter serve's attempt that stands); otherwise it is read there (submission_moment).
     """
     import warnings
     with warnings.catch_warnings(), writer_lock(gb, course.course_id, result.student):
@@ -28,7 +30,7 @@ def record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> st
             if gb.db().in_transaction():   # back must not take the tables, and the next students, with it
                 gb.db.commit()
             with one_transaction(gb):
-                return _record(gb, course, result, late_plugin)
+                return _record(gb, course, result, late_plugin, handed_in)
         except BaseException:
             gb.db.rollback()     # nothing half-written is left for the next student's commit
             raise
@@ -90,10 +92,10 @@ def writer_lock(gb, course_id: str, student: str):
             conn.commit()
 
 
-def _record(gb, course: Course, result: SubmissionResult, late_plugin=None) -> str:
+def _record(gb, course: Course, result: SubmissionResult, late_plugin=None, handed_in=None) -> str:
     student, assignment = result.student, course.assignment
     gb.update_or_create_student(student)
-    moment, why = submission_moment(course, student)
+    moment, why = handed_in if handed_in is not None else submission_moment(course, student)
     if moment is not None:
         submission = gb.update_or_create_submission(assignment, student, timestamp=naive_utc(moment))
     else:

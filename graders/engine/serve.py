@@ -157,8 +157,8 @@ def _parse_time(text: str):
 
 
 def _handed_in(attempt: Attempt):
-    """The attempt's time as its grade is recorded: the student's, or when its folder was last
-    written if that is later by more than times.WRITING_SLACK (as collect retimes it)."""
+    """The attempt's time as its grade is recorded (UTC, no zone): the student's, or when its folder
+    was last written if that is later by more than times.WRITING_SLACK (as collect retimes it)."""
     moment, _ = exchange.submission_time(attempt.timestamp)
     return None if moment is None else exchange.naive_utc(trusted_moment(moment, attempt.written))
 
@@ -564,8 +564,11 @@ class Service:
         except (OSError, ValueError):
             return
         run = self.runs[job.assignment]
+        # its own time, by which it was counted: submitted/ now holds the newest attempt's timestamp.txt
+        moment, why = exchange.submission_time(stands.timestamp)
+        handed_in = (None if moment is None else trusted_moment(moment, stands.written)), why
         with signals.uninterrupted(), recording(self.root):
-            record_io.record(gb, run.course, result, run.late)
+            record_io.record(gb, run.course, result, run.late, handed_in=handed_in)
             record_io.write_autograded(run.course, result)
 
 

@@ -82,6 +82,19 @@ def test_a_submission_is_recorded_and_a_second_record_sets_not_adds(course):
         assert gb.find_submission(ASSIGNMENT, "s1").timestamp == datetime(2026, 2, 1, 10, 0)
 
 
+def test_a_time_given_for_a_submission_no_longer_in_submitted_is_the_one_recorded(course):
+    """chapter serve puts back an earlier attempt than the one submitted/ now holds: its own time."""
+    from datetime import timezone
+    hand_in(course, "s1", "2026-02-05 10:00:00")                  # the newest attempt's, late
+    with gradebook(course) as gb:
+        given = (datetime(2026, 2, 1, 9, 30, tzinfo=timezone.utc), "")
+        assert record_io.record(gb, course, result(), handed_in=given) == ""
+        assert gb.find_submission(ASSIGNMENT, "s1").timestamp == datetime(2026, 2, 1, 9, 30)
+        assert record_io.record(gb, course, result(), handed_in=(None, "the timestamp 'x' does not parse")) \
+            == "the timestamp 'x' does not parse"
+        assert gb.find_submission(ASSIGNMENT, "s1").timestamp is None
+
+
 def test_a_score_a_person_gave_is_kept_and_flagged_for_review(course):
     hand_in(course, "s1")
     with gradebook(course) as gb:

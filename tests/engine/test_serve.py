@@ -447,6 +447,39 @@ def test_an_attempt_keeps_when_its_folder_was_written_unless_the_course_trusts_s
     assert trusted.written == 0.0
 
 
+def test_the_attempt_that_stands_is_recorded_with_its_own_time_not_the_newest_ones(tmp_path, monkeypatch):
+    """maria hands in on time, then after the due date. The on-time attempt stands and is put back
+    in the gradebook with its own time: submitted/ then holds the late one's timestamp.txt, which
+    gave her on-time grade a late penalty."""
+    import io
+    from datetime import datetime, timezone
+
+    from graders.engine import record_io
+    from graders.engine.grading import SubmissionResult
+    service = serve.Service(tmp_path, [ASSIGNMENT], out=io.StringIO())
+    service.root = tmp_path
+    service.journals = {ASSIGNMENT: serve.AttemptJournal(tmp_path, ASSIGNMENT)}
+    service.runs = {ASSIGNMENT: SimpleNamespace(course=None, late=None)}
+    on_time = serve.Attempt("one", "2026-03-01 10:00:00.000000 UTC", state="graded", score=4.0,
+                            written=datetime(2026, 3, 1, 10, 0, 2, tzinfo=timezone.utc).timestamp())
+    late = serve.Attempt("two", "2026-03-04 09:00:00.000000 UTC", state="graded", score=1.0,
+                         written=datetime(2026, 3, 4, 9, 0, 3, tzinfo=timezone.utc).timestamp())
+    result = SubmissionResult(student="maria", key="k", notebooks=[])
+    path = service.journals[ASSIGNMENT].result_path("maria", "one")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(result.to_json()))
+    recorded = []
+    monkeypatch.setattr(record_io, "record", lambda gb, course, result, late, **kw: recorded.append(kw))
+    monkeypatch.setattr(record_io, "write_autograded", lambda course, result: None)
+    stands = serve.counted([on_time, late], serve.Policy(counts="last"), datetime(2026, 3, 3))
+    assert stands is on_time
+    service._restore(None, serve._Job("maria", ASSIGNMENT, "two", late.timestamp), stands)
+    assert recorded == [{"handed_in": (datetime(2026, 3, 1, 10, tzinfo=timezone.utc), "")}]
+    backdated = dataclasses.replace(on_time, written=late.written)       # named on time, written late
+    service._restore(None, serve._Job("maria", ASSIGNMENT, "two", late.timestamp), backdated)
+    assert recorded[-1] == {"handed_in": (datetime(2026, 3, 4, 9, 0, 3, tzinfo=timezone.utc), "")}
+
+
 def test_instant_feedback_names_the_check_but_no_direction():
     """Instant lines keep the failed check and the declared mistake; batch lines keep their hints."""
     from graders.engine import grading
