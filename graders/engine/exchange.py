@@ -50,12 +50,11 @@ from traitlets import Bool
 from graders.engine import ledger
 from graders.engine.shared import some
 from graders.unicode import shown_name
-from graders.engine.times import (Retimed, folder_written, naive_utc, read_retimed, read_timestamp,
-                                  retimed_path, submission_time, submitted_at, trusted_moment, written_after)
+from graders.engine.times import (MAX_DEPTH, MAX_ENTRIES, Retimed, folder_written, naive_utc, read_retimed,
+                                  read_timestamp, retimed_path, submission_time, submitted_at, trusted_moment,
+                                  written_after)
 
 LEDGER = Path(".chapter") / "set-aside"
-MAX_ENTRIES = 10_000                     # files and folders copied from one submission
-MAX_DEPTH = 32                           # folders within folders, the same
 
 
 # ============================================================================ identity

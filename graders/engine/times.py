@@ -15,6 +15,8 @@ CLOCK_SLACK = timedelta(hours=1)         # a student's clock may run a little ah
 # written after the time the student gives, whatever timestamp.txt says.
 WRITING_SLACK = timedelta(minutes=10)
 RETIMED = Path(".chapter") / "retimed"
+MAX_ENTRIES = 10_000                     # files and folders copied from one submission (or looked at)
+MAX_DEPTH = 32                           # folders within folders, the same
 
 
 @dataclass
@@ -50,16 +52,48 @@ def trusted_moment(claimed: datetime, changed: float) -> datetime:
 
 
 def folder_written(folder: Path) -> float:
-    """When an inbound folder was last written, as far as a look at it alone tells: the later change
-    time of the folder and of its timestamp.txt (no link followed), 0.0 when neither can be read.
-    Renaming the folder, adding to it or rewriting its time moves one of them; the copy then reads
-    every file's (exchange.Copied.changed)."""
-    changed = 0.0
-    for path in (Path(folder), Path(folder) / "timestamp.txt"):
-        try:
-            changed = max(changed, os.lstat(path).st_ctime)
-        except OSError:
-            pass
+    """When an inbound folder was last written: the latest change time (st_ctime) of the folder and
+    of everything in it, 0.0 when it cannot be read. Renaming it, adding to it, or rewriting a file
+    in place moves it, and no student can move it back. The look is the copy's (exchange.safe_copy,
+    whose Copied.changed is the same time for what it copies): no link followed, nothing opened but
+    folders, through their descriptors (no path grows too long), and at most MAX_ENTRIES entries,
+    MAX_DEPTH folders deep."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        top = os.open(folder, flags)
+    except OSError:
+        return 0.0
+    changed, count, stack = 0.0, 0, [(top, 0)]
+    try:
+        changed = os.fstat(top).st_ctime
+        while stack:
+            fd, depth = stack.pop()
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        count += 1
+                        if count > MAX_ENTRIES:
+                            return changed
+                        try:
+                            info = entry.stat(follow_symlinks=False)
+                        except OSError:
+                            continue          # gone meanwhile
+                        changed = max(changed, info.st_ctime)
+                        if stat.S_ISDIR(info.st_mode) and depth < MAX_DEPTH:
+                            try:
+                                stack.append((os.open(entry.name, flags, dir_fd=fd), depth + 1))
+                            except OSError:
+                                continue
+            except OSError:
+                pass
+            finally:
+                if fd != top:
+                    os.close(fd)
+    finally:
+        for fd, _ in stack:
+            if fd != top:
+                os.close(fd)
+        os.close(top)
     return changed
 
 

@@ -144,19 +144,49 @@ def test_a_ledgered_time_is_read_once_for_everyone_and_as_utc_without_a_zone():
     assert entry(1767261600).moment() is None                                # a hand-edit with a number
 
 
-def test_renaming_a_folder_or_rewriting_its_time_moves_when_it_was_written(tmp_path):
+def test_renaming_a_folder_or_rewriting_any_file_in_it_moves_when_it_was_written(tmp_path):
     import time
     folder = tmp_path / "ann+hw1+x"
     assert folder_written(folder) == 0.0
-    folder.mkdir()
+    (folder / "deep").mkdir(parents=True)
     (folder / "timestamp.txt").write_text("2026-03-01 12:00:00 UTC")
+    (folder / "deep" / "w1.ipynb").write_text("{}")
+    (tmp_path / "elsewhere").write_text("a file outside the folder")
+    (folder / "link").symlink_to(tmp_path / "elsewhere")
     before = folder_written(folder)
-    assert before >= os.lstat(folder).st_ctime
-    time.sleep(0.05)
+    assert before >= os.lstat(folder / "deep" / "w1.ipynb").st_ctime
+
     renamed = folder.rename(tmp_path / "ann+hw1+y")
     assert folder_written(renamed) > before
-    moved = folder_written(renamed)
-    time.sleep(0.05)
-    with open(renamed / "timestamp.txt", "r+") as fh:        # in place: the folder's own time stays
-        fh.write("2026-02-01")
-    assert folder_written(renamed) > moved
+    before = folder_written(renamed)
+    for path in (renamed / "timestamp.txt", renamed / "deep" / "w1.ipynb"):   # in place: no folder's time moves
+        time.sleep(0.02)
+        with open(path, "r+") as fh:
+            fh.write("{ ")
+        assert folder_written(renamed) > before, path
+        before = folder_written(renamed)
+    time.sleep(0.02)
+    (tmp_path / "elsewhere").write_text("written later, but not in the folder")
+    assert folder_written(renamed) == before                      # a link is not followed
+    os.symlink(renamed, tmp_path / "alias")
+    assert folder_written(tmp_path / "alias") == 0.0              # nor is the folder itself a link
+
+
+def test_when_a_folder_was_written_looks_no_deeper_and_at_no_more_than_the_copy_would(tmp_path, monkeypatch):
+    import time
+    from graders.engine import times
+    folder = tmp_path / "ann+hw1+x"
+    (folder / "a" / "b").mkdir(parents=True)
+    (folder / "a" / "b" / "deep.ipynb").write_text("{}")
+    (folder / "top.ipynb").write_text("{}")
+    monkeypatch.setattr(times, "MAX_DEPTH", 1)
+    before = folder_written(folder)
+    time.sleep(0.02)
+    (folder / "a" / "b" / "deep.ipynb").write_text("{ }")        # two folders down: not looked at
+    assert folder_written(folder) == before
+    monkeypatch.setattr(times, "MAX_ENTRIES", 0)
+    time.sleep(0.02)
+    (folder / "top.ipynb").write_text("{ }")                     # past the count: not looked at
+    assert folder_written(folder) == os.lstat(folder).st_ctime < os.lstat(folder / "top.ipynb").st_ctime
+    monkeypatch.setattr(times, "MAX_ENTRIES", 10)
+    assert folder_written(folder) == os.lstat(folder / "top.ipynb").st_ctime > before
