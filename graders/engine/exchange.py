@@ -66,10 +66,14 @@ def login_of(uid: int) -> str:
         return f"uid {uid}"
 
 
-def refusal(folder: Path, claimed: str) -> str:
-    """Why the inbound `folder` may not be taken as `claimed`'s submission ("" when it may)."""
+def refusal(folder: Path, claimed: str, info: os.stat_result | None = None) -> str:
+    """Why the inbound `folder` may not be taken as `claimed`'s submission ("" when it may); `info`,
+    its lstat when the caller has it. FileNotFoundError when it is gone: its writer removed it, and
+    there is nothing to take or to set aside."""
     try:
-        info = os.lstat(folder)
+        info = info or os.lstat(folder)
+    except FileNotFoundError:
+        raise
     except OSError as exc:
         return f"the submission cannot be read ({exc.strerror})"
     if not stat.S_ISDIR(info.st_mode):
@@ -143,9 +147,16 @@ def enrolment(config, course_id: str):
 def admission(folder: Path, claimed: str, enrolled=None) -> tuple[str, str]:
     """(why the inbound `folder` is another login's than `claimed`, why `claimed` is not enrolled
     in the course by `enrolled`, the course's `enrolment` check): both "" when it may be taken.
-    The instructor's own folders are taken as they are; EnrolmentUnknown when the hub cannot say."""
-    forged = refusal(folder, claimed)
-    if forged or enrolled is None or os.lstat(folder).st_uid == os.geteuid():
+    The instructor's own folders are taken as they are; EnrolmentUnknown when the hub cannot say;
+    FileNotFoundError when the folder is gone."""
+    try:
+        info = os.lstat(folder)      # looked at once: a second look may find it gone
+    except FileNotFoundError:
+        raise
+    except OSError:
+        info = None
+    forged = refusal(folder, claimed, info)
+    if forged or enrolled is None or info.st_uid == os.geteuid():
         return forged, ""
     return "", enrolled(claimed)
 
@@ -250,15 +261,36 @@ def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
                 and stat.S_IFMT(opened.st_mode) == stat.S_IFMT(seen.st_mode)
                 and (owner is None or opened.st_uid == owner))
 
+    def ignored(here: str, names: list[str]) -> set:
+        """nbgrader's rule (globs, and each file's size, which it reads by path): a file removed
+        while it looks fails it, so it is asked again name by name, and a name it fails on is left
+        out (it is gone, or going)."""
+        if ignore is None:
+            return set()
+        try:
+            return set(ignore(here, names))
+        except OSError:
+            out = set()
+            for name in names:
+                try:
+                    out.update(ignore(here, [name]))
+                except OSError:
+                    out.add(name)
+            return out
+
     def walk(folder: int, here: str, there: str, rel: str, depth: int = 0):
         nonlocal total, count
-        os.makedirs(there, exist_ok=True)
+        try:
+            os.makedirs(there, exist_ok=True)
+        except OSError as exc:    # a path past the system's limit, say: a folder of long names, deep
+            left_out.append(f"{rel[:160] + '…' if len(rel) > 160 else rel or '.'}: cannot be placed ({exc.strerror})")
+            return
         try:
             names = sorted(os.listdir(folder))
         except OSError as exc:
             left_out.append(f"{rel or '.'}: not readable ({exc.strerror})")
             return
-        skipped = set(ignore(here, names)) if ignore is not None else set()
+        skipped = ignored(here, names)
         for name in names:
             if name in skipped:
                 continue
@@ -306,16 +338,22 @@ def safe_copy(src: str, dest: str, ignore=None, max_bytes: int | None = None,
                         left_out.append(f"{inner}: changed while it was copied")
                         continue
                     left_out.changed = max(left_out.changed, opened.st_ctime)
-                    with open(os.path.join(there, name), "wb") as out:
-                        copied = 0
-                        while copied <= info.st_size:
-                            chunk = fh.read(1 << 20)
-                            if not chunk:
-                                break
-                            out.write(chunk)
-                            copied += len(chunk)
+                    try:
+                        with open(os.path.join(there, name), "wb") as out:
+                            copied = 0
+                            while copied <= info.st_size:
+                                chunk = fh.read(1 << 20)
+                                if not chunk:
+                                    break
+                                out.write(chunk)
+                                copied += len(chunk)
+                        os.utime(os.path.join(there, name), ns=(info.st_atime_ns, info.st_mtime_ns))
+                    except OSError as exc:   # its path past the system's limit, say; or unreadable
+                        with contextlib.suppress(OSError):
+                            os.unlink(os.path.join(there, name))
+                        left_out.append(f"{inner}: cannot be copied ({exc.strerror})")
+                        continue
                 total += copied
-                os.utime(os.path.join(there, name), ns=(info.st_atime_ns, info.st_mtime_ns))
 
     try:
         top = os.open(src, folder_flags)
@@ -544,11 +582,16 @@ class CheckedCollect(ExchangeCollect):
                 why = "".join(admission(Path(path), parts[0], enrolled))
             except EnrolmentUnknown as exc:
                 self.fail(f"cannot tell who is enrolled in {self.coursedir.course_id}: {exc}")
+            except FileNotFoundError:      # removed by its writer meanwhile: nothing to collect
+                continue
             if why:
                 if set_aside(root, assignment, name, parts[0], why):
                     self.log.warning("set aside %s: %s", name, why)
                 continue
-            info = os.lstat(path)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
             changed = folder_written(Path(path)) or info.st_ctime
             claimed, _ = submission_time(parts[2])
             if claimed is None:       # the student's clock said nothing usable: when it was written
@@ -597,8 +640,13 @@ class CheckedCollect(ExchangeCollect):
                 self.log.info(f"Updating submission: {student} {assignment}")
             else:
                 self.log.info(f"Collecting submission: {student} {assignment}")
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            self.copy_one(os.path.join(self.inbound_path, rec["filename"]), dest, rec["owner"])
+            try:
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                self.copy_one(os.path.join(self.inbound_path, rec["filename"]), dest, rec["owner"])
+            except Exception as exc:  # noqa: BLE001 - one student's submission never stops the collect
+                self.log.error("NOT COLLECTED %s: %s (%s: %s); the other students are collected",
+                               shown_name(student), shown_name(rec["filename"]), type(exc).__name__,
+                               shown_name(str(exc))[:300])
 
     def copy_one(self, src, dest, owner) -> str:
         """One submission into `dest`; what the instructor is told about its time, or ""."""

@@ -209,8 +209,10 @@ def collect_one(config, root: Path, assignment: str, student: str, folder: str) 
     app.inbound_path = str(inbound_path(coursedir, app.root))
     records = app.records(folders=[folder])
     if not records or records[0]["username"] != student:
-        raise RuntimeError("the submission was set aside: " + "; ".join(
-            e.why for e in exchange.read_set_aside(root, assignment) if e.folder == folder))
+        why = [e.why for e in exchange.read_set_aside(root, assignment) if e.folder == folder]
+        if not why and not os.path.lexists(os.path.join(app.inbound_path, folder)):
+            raise RuntimeError(GONE)
+        raise RuntimeError("the submission was set aside: " + "; ".join(why))
     dest = coursedir.format_path(coursedir.submitted_directory, student, assignment)
     if os.path.isdir(dest):
         shutil.rmtree(dest)
@@ -242,6 +244,9 @@ def release_refusal(config, root: Path, assignment: str, folder: str, why: str, 
 
 
 # ============================================================================ the service
+GONE = "the submission was removed from the exchange before it was collected"
+
+
 @dataclass
 class _Job:
     student: str
@@ -413,7 +418,13 @@ class Service:
             queues.move_to_end(student)       # round-robin: this student goes to the back
             if not queues[student]:
                 del queues[student]
-            refused = self._admit(job)
+            try:
+                refused = self._admit(job)
+            except Exception as exc:  # noqa: BLE001 - one student's submission never stops the service
+                self._set(job, state="failed", why=f"could not be admitted: {exc}"[:300])
+                self.say(f"{shown_name(job.student)} {job.assignment}: NOT GRADED (could not be admitted: "
+                         f"{shown_name(str(exc))[:200]})")
+                continue
             if refused:
                 continue
             try:
@@ -437,6 +448,15 @@ class Service:
         journal = self.journals[job.assignment]
         try:
             forged, outsider = exchange.admission(self.inbound / job.folder, job.student, self.enrolled)
+        except FileNotFoundError:       # its writer removed it meanwhile: nothing to take or set aside
+            attempts = journal.load(job.student)
+            mine = next((a for a in attempts if a.folder == job.folder), None)
+            if mine is not None:        # queued before a restart
+                mine.state, mine.why, mine.finished = "failed", GONE, time.time()
+                journal.save(job.student, attempts)
+            self.say(f"{shown_name(job.student)} {job.assignment}: not graded ({GONE})")
+            self._give_back()
+            return True
         except exchange.EnrolmentUnknown as exc:   # nothing is taken until the hub can say
             attempts, mine = self._attempt(job)
             mine.state, mine.why, mine.finished = "failed", f"enrolment unknown: {exc}"[:300], time.time()

@@ -196,6 +196,93 @@ def test_the_copy_follows_no_link_reads_no_fifo_and_takes_nobody_elses_file(user
     assert os.lstat(src / "planted.txt").st_ctime >= done[0].changed
 
 
+def test_a_tree_too_long_to_place_and_a_file_gone_while_nbgrader_looks_are_left_out(tmp_path, monkeypatch):
+    """17 folders of 250-character names (inside MAX_DEPTH) make a path past the system's limit, and a
+    file removed while nbgrader's ignore rule reads its size by path makes the rule raise: each is
+    left out with a line, and the rest of the submission is copied. Either stopped the whole collect."""
+    from nbgrader.utils import ignore_patterns
+    src, dest = tmp_path / "inbound", tmp_path / "submitted"
+    src.mkdir()
+    (src / "w1-memory.ipynb").write_text("{}")
+    (src / "vanishing.txt").write_text("here, then gone")
+    fd = os.open(src, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(17):
+        os.mkdir("x" * 250, dir_fd=fd)
+        inner = os.open("x" * 250, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+    real = os.path.getsize
+
+    def size(path):
+        if str(path).endswith("vanishing.txt"):
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real(path)
+    monkeypatch.setattr(os.path, "getsize", size)
+    left = exchange.safe_copy(str(src), str(dest), ignore_patterns(max_file_size=100_000))
+    monkeypatch.undo()
+    assert (dest / "w1-memory.ipynb").read_text() == "{}"
+    assert not (dest / "vanishing.txt").exists()
+    assert any("cannot be placed (File name too long)" in line for line in left), left
+    assert all(len(line) < 300 for line in left), left
+
+
+def test_a_folder_its_writer_removes_while_collect_looks_is_passed_over_not_set_aside(tmp_path, monkeypatch):
+    """A student creating and removing their own folders in a loop: one gone between two looks of
+    collect was a FileNotFoundError that stopped the whole collect, and one gone before the first
+    look was set aside for good as 'cannot be read'. It is passed over; the others are collected."""
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+    inbound = tmp_path / "inbound"
+    stamp = "2026-03-01 10:00:00.000000 UTC"
+    for name in (f"ann+hw1+{stamp}+a", f"bo+hw1+{stamp}+b", f"cy+hw1+{stamp}+c"):
+        (inbound / name).mkdir(parents=True)
+    coursedir = CourseDirectory(root=str(tmp_path))
+    coursedir.assignment_id = "hw1"
+    app = exchange.CheckedCollect(coursedir=coursedir, config=Config())
+    app.inbound_path, app.duedate = str(inbound), None
+    real = exchange.admission
+
+    def removed_meanwhile(folder, claimed, enrolled=None):
+        if claimed == "ann":                   # gone after the first look
+            found = real(folder, claimed, enrolled)
+            os.rmdir(folder)
+            return found
+        if claimed == "bo":                    # gone before it
+            os.rmdir(folder)
+        return real(folder, claimed, enrolled)
+    monkeypatch.setattr(exchange, "admission", removed_meanwhile)
+    assert [r["username"] for r in app.records()] == ["cy"]
+    assert exchange.read_set_aside(tmp_path, "hw1") == []
+
+
+def test_a_submission_that_fails_to_copy_is_named_and_the_others_are_collected(tmp_path, caplog):
+    import logging
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+    inbound = tmp_path / "inbound"
+    stamp = "2026-03-01 10:00:00.000000 UTC"
+    for name in (f"ann+hw1+{stamp}+a", f"bo+hw1+{stamp}+b"):
+        (inbound / name).mkdir(parents=True)
+        (inbound / name / "hw1.ipynb").write_text("{}")
+    coursedir = CourseDirectory(root=str(tmp_path))
+    coursedir.assignment_id = "hw1"
+    app = exchange.CheckedCollect(coursedir=coursedir, config=Config(), log=logging.getLogger("collect"))
+    app.inbound_path, app.duedate = str(inbound), None
+    real = app.copy_one
+
+    def copy_one(src, dest, owner):
+        if "ann+" in src:
+            raise OSError(36, "File name too long")
+        return real(src, dest, owner)
+    app.copy_one = copy_one
+    app.src_records = app.choose(app.records())
+    with caplog.at_level(logging.INFO, "collect"):
+        app.copy_files()
+    assert (tmp_path / "submitted" / "bo" / "hw1" / "hw1.ipynb").exists()
+    assert f"NOT COLLECTED ann: ann+hw1+{stamp}+a (OSError: [Errno 36] File name too long)" in caplog.text
+
+
 @pytest.mark.parametrize("swap", ["link", "folder"])
 def test_a_folder_swapped_between_a_look_and_a_read_copies_nobody_elses_file(users, tmp_path, monkeypatch, swap):
     """The student owns the folders of their submission: right after the copy looks at their own

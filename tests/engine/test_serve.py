@@ -480,6 +480,44 @@ def test_the_attempt_that_stands_is_recorded_with_its_own_time_not_the_newest_on
     assert recorded[-1] == {"handed_in": (datetime(2026, 3, 4, 9, 0, 3, tzinfo=timezone.utc), "")}
 
 
+def test_a_submission_removed_before_it_is_taken_or_a_failure_to_admit_it_stops_nothing(tmp_path, monkeypatch):
+    """A folder its writer removes between the service's listing and its look is said and passed
+    over (one queued before a restart is marked so); any other failure to admit one submission is
+    that student's NOT GRADED line, and the next student is served."""
+    import io
+    from graders.engine import exchange
+    service = serve.Service(tmp_path, [ASSIGNMENT], out=io.StringIO())
+    service.root, service.inbound, service.enrolled = tmp_path, tmp_path / "inbound", None
+    service.coursedir = SimpleNamespace(db_url="")
+    service.journals = {ASSIGNMENT: serve.AttemptJournal(tmp_path, ASSIGNMENT)}
+    service.journals[ASSIGNMENT].save("maria", [serve.Attempt("gone", "2026-03-01 10:00:00.000000 UTC")])
+    assert service._admit(serve._Job("maria", ASSIGNMENT, "gone", "2026-03-01 10:00:00.000000 UTC")) is True
+    assert service.journals[ASSIGNMENT].load("maria")[0].why == serve.GONE
+    assert f"maria {ASSIGNMENT}: not graded ({serve.GONE})" in service.out.getvalue()
+    with pytest.raises(RuntimeError, match=serve.GONE):
+        serve.collect_one(None, tmp_path, ASSIGNMENT, "maria", "gone+folder")
+
+    def broken(folder, claimed, enrolled=None):
+        if claimed == "maria":
+            raise PermissionError(13, "Permission denied")
+        return "", ""
+    monkeypatch.setattr(exchange, "admission", broken)
+    taken = []
+    monkeypatch.setattr(service, "_attempt", lambda job: ([], serve.Attempt(job.folder, job.timestamp)))
+    monkeypatch.setattr(serve, "collect_one", lambda *args: taken.append(args[3]) or "")
+    service.runs = {ASSIGNMENT: SimpleNamespace(course=None)}
+    service.bases, service.limits, service.policy, service.config = {ASSIGNMENT: None}, None, serve.Policy(), None
+    monkeypatch.setattr(serve, "submission_key", lambda *args: "key")
+    monkeypatch.setattr(serve.grading, "task_seconds", lambda *args: 1.0)
+    pool = SimpleNamespace(has_room=lambda: True, start=lambda *args: [])
+    queues = {"maria": serve.deque([serve._Job("maria", ASSIGNMENT, "m", "t")]),
+              "nico": serve.deque([serve._Job("nico", ASSIGNMENT, "n", "t")])}
+    service._dispatch(serve.OrderedDict(queues), {}, pool, SimpleNamespace(socket_path=""))
+    assert taken == ["nico"], service.out.getvalue()
+    assert f"maria {ASSIGNMENT}: NOT GRADED (could not be admitted: [Errno 13] Permission denied)" \
+        in service.out.getvalue()
+
+
 def test_instant_feedback_names_the_check_but_no_direction():
     """Instant lines keep the failed check and the declared mistake; batch lines keep their hints."""
     from graders.engine import grading
