@@ -222,8 +222,14 @@ def set_aside_lines(root: Path, assignment: str) -> list[str]:
 def retimed_line(entry: Retimed) -> str:
     moment = entry.moment()
     written = shown_name(str(entry.written)) if moment is None else f"{naive_utc(moment):%Y-%m-%d %H:%M:%S} UTC"
-    return (f"RETIMED {shown_name(entry.student)}: the timestamp.txt of {shown_name(entry.folder)} says "
-            f"{shown_name(entry.claimed)}, but its files were written at {written}; graded as handed in then")
+    if not entry.claimed:
+        said = f"is missing or empty; its files were written at {written}"
+    elif submission_time(entry.claimed)[0] is None:
+        said = f"says {shown_name(entry.claimed)}, not a usable time; its files were written at {written}"
+    else:
+        said = f"says {shown_name(entry.claimed)}, but its files were written at {written}"
+    return f"RETIMED {shown_name(entry.student)}: the timestamp.txt of {shown_name(entry.folder)} {said}; " \
+        "graded as handed in then"
 
 
 def retimed_lines(root: Path, assignment: str) -> list[str]:
@@ -661,15 +667,19 @@ class CheckedCollect(ExchangeCollect):
 
     def check_time(self, folder: str, dest: Path, changed: float) -> str:
         """timestamp.txt is the student's to write: one that says the submission was handed in
-        before its files were written is kept in the course's ledger of retimed submissions, and
-        the submission is graded as handed in when its files were written (their change time,
-        which no student can set back). The copy keeps the student's file as it is: nbgrader's
-        feedback is keyed by it. Returns what it logs, or "" for a time that stands."""
-        if self.trust_student_time:
+        before its files were written, or that is missing, empty or not a usable time, is kept in
+        the course's ledger of retimed submissions, and the submission is graded as handed in when
+        its files were written (their change time, which no student can set back). The copy keeps
+        the student's file as it is: nbgrader's feedback is keyed by it. Returns what it logs, or
+        "" for a time that stands."""
+        if self.trust_student_time or not changed:
             return ""
         text = read_timestamp(dest)
         claimed, _ = submission_time(text)
-        written = written_after(claimed, changed) if claimed is not None and changed else None
+        if claimed is None:     # none, or none that can be used: when the files were written is what is known
+            written = datetime.fromtimestamp(changed, timezone.utc)
+        else:
+            written = written_after(claimed, changed)
         if written is None:
             return ""
         student, assignment = folder.rsplit("+", 3)[0], self.coursedir.assignment_id
@@ -677,7 +687,7 @@ class CheckedCollect(ExchangeCollect):
         entry = ledger.entries(path, Retimed).get(folder)
         if entry is None:
             private_folder(path.parent)
-            entry = Retimed(folder, student, text, written.isoformat(), time.time())
+            entry = Retimed(folder, student, text or "", written.isoformat(), time.time())
             ledger.append(path, entry)
         line = retimed_line(entry)
         self.log.warning("%s", line)

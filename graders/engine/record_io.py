@@ -161,10 +161,11 @@ def submitted_notebooks(gb, submission_id: str, names: list[str], assignment: st
 
 def submission_moment(course: Course, student: str):
     """(when the student submitted, "") from their timestamp.txt, or when collect found its files
-    written, if later (times.submitted_at); (None, why it is unusable), or (None, "") when there is
-    none at all."""
+    written, if later or if it has none that can be used (times.submitted_at); (None, why it is
+    unusable), or (None, "") when there is none at all (a submission put in submitted/ by hand)."""
     text = read_timestamp(course.submission_dir(student))
-    return (None, "") if text is None else submitted_at(course.root, course.assignment, student, text)
+    moment, why = submitted_at(course.root, course.assignment, student, text)
+    return moment, "" if text is None else why
 
 
 def untimed(course: Course, student: str) -> str:

@@ -116,12 +116,12 @@ def handed_in(root, assignment: str, student: str, claimed: str) -> datetime | N
 
 def submitted_at(root, assignment: str, student: str, text) -> tuple[datetime | None, str]:
     """(when the student's submission whose timestamp.txt says `text` was handed in, ""): their
-    time, or when collect found its files written if later (handed_in); (None, why) for a time
-    that is unusable."""
+    time, or when collect found its files written if later (handed_in), or if theirs is missing or
+    unusable; (None, why) for a time that is unusable, of a submission collect did not retime."""
     moment, why = submission_time(text)
+    written = handed_in(root, assignment, student, text or "")
     if moment is None:
-        return None, why
-    written = handed_in(root, assignment, student, text)
+        return (None, why) if written is None else (written, "")
     return (moment if written is None else max(moment, written)), ""
 
 

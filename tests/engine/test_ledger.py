@@ -7,6 +7,8 @@ this process last stopped.
 import json
 import os
 
+import pytest
+
 from graders.engine import exchange
 
 
@@ -93,3 +95,35 @@ def test_a_timestamp_earlier_than_its_files_is_ledgered_once_unless_the_course_t
     trusting = exchange.CheckedCollect(coursedir=coursedir, config=config)
     assert trusting.check_time(f"bo+hw1+{said}+y", tmp_path / "sub", written) == ""
     assert len(read_retimed(tmp_path, "hw1")) == 1
+
+
+@pytest.mark.parametrize("said, line", [
+    (None, "is missing or empty; its files were written at"),
+    ("", "is missing or empty; its files were written at"),
+    ("yesterday at noon", "says yesterday at noon, not a usable time; its files were written at"),
+])
+def test_a_submission_without_a_usable_timestamp_is_handed_in_when_its_files_were_written(tmp_path, said, line):
+    """A late student who empties, removes or garbles their timestamp.txt was graded with no time,
+    so with no late penalty, and (for one missing or empty) with no word to the instructor."""
+    import time
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    from graders.engine.times import submitted_at
+    coursedir = CourseDirectory(root=str(tmp_path))
+    coursedir.assignment_id = "hw1"
+    (tmp_path / "sub").mkdir()
+    if said is not None:
+        (tmp_path / "sub" / "timestamp.txt").write_text(said)
+    folder = "ann+hw1+2026-01-01 10:00:00.000000 UTC+x"
+    written = time.time()
+    told = exchange.CheckedCollect(coursedir=coursedir, config=Config()).check_time(folder, tmp_path / "sub", written)
+    assert told.startswith(f"RETIMED ann: the timestamp.txt of {folder} {line}") and told.endswith("handed in then")
+    text = said.strip() if said else None
+    moment, why = submitted_at(tmp_path, "hw1", "ann", text)
+    assert abs(moment.timestamp() - written) < 1e-3 and why == ""
+    assert submitted_at(tmp_path, "hw1", "bo", text)[0] is None                 # another student's: none
+    config = Config()
+    config.CheckedCollect.trust_student_time = True
+    assert exchange.CheckedCollect(coursedir=coursedir, config=config).check_time(f"bo+{folder[4:]}",
+                                                                                 tmp_path / "sub", written) == ""

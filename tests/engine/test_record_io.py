@@ -125,6 +125,22 @@ def test_no_timestamp_at_all_is_not_a_fault_and_a_folder_named_like_one_is_none(
     assert record_io.submission_moment(course, "s1") == (None, "")
 
 
+def test_a_collected_submission_without_a_timestamp_is_recorded_when_its_files_were_written(course):
+    """Collect retimed it (times.Retimed with nothing claimed): its time is when its files were
+    written, so a late penalty follows, where it was recorded with none."""
+    from datetime import timezone
+    from graders.engine import ledger
+    from graders.engine.times import Retimed, retimed_path
+    hand_in(course, "s1")
+    path = retimed_path(course.root, ASSIGNMENT)
+    path.parent.mkdir(parents=True)
+    ledger.append(path, Retimed("s1+a1+x+y", "s1", "", "2026-02-03T08:00:00+00:00", 0.0))
+    assert record_io.submission_moment(course, "s1") == (datetime(2026, 2, 3, 8, tzinfo=timezone.utc), "")
+    with gradebook(course) as gb:
+        assert record_io.record(gb, course, result()) == ""
+        assert gb.find_submission(ASSIGNMENT, "s1").timestamp == datetime(2026, 2, 3, 8, 0)
+
+
 def test_a_failing_record_is_rolled_back_and_the_session_serves_the_next(course):
     hand_in(course, "s1")
     broken = result()

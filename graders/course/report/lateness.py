@@ -59,6 +59,11 @@ class Lateness:
         return text
 
 
+def _said(claimed: str) -> str:
+    """What a retimed submission's timestamp.txt said, as the table shows it."""
+    return _minute(submission_time(claimed)[0]) or shown_name(claimed[:40]) or "nothing"
+
+
 def _minute(moment: datetime | None) -> str:
     """A time to the minute, as the table shows it (UTC); "" for none."""
     if moment is None:
@@ -109,9 +114,7 @@ def _read(gb, root, assignment: str) -> Lateness:
             notes.append(f"extension of {_hours(sub.extension):g} h")
         if late and not penalty:
             notes.append("late, no penalty (grace or schedule)")
-        notes += [f"timestamp.txt said {_minute(submission_time(e.claimed)[0]) or shown_name(e.claimed[:40])}; "
-                  "files written later"
-                  for e in retimed.get(sub.student_id, ()) if (written := _minute(e.moment()))
+        notes += [f"timestamp.txt said {_said(e.claimed)}; files written later" for e in retimed.get(sub.student_id, ()) if (written := _minute(e.moment()))
                   and written == _minute(sub.timestamp)]
         if policy is not None and out.file_due is not None:
             granted = _hours(policy.extensions.get((assignment, sub.student_id)))
