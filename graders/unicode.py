@@ -58,8 +58,16 @@ def mend(value):
     return value
 
 
+# what a terminal or a log reader acts on instead of showing: C0 and C1 controls (a newline starts
+# a forged line, ESC a terminal's commands), and the invisible marks that reorder or hide text
+_UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
 def shown_name(name) -> str:
-    """A file's name (or a path) as text to print, write or store: a student may name a file in
-    bytes that are not UTF-8, which Python holds as lone surrogates that no UTF-8 output takes;
-    those bytes are shown as \\xNN instead."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
+    """A file's name (or a path, or a line naming one) as text to print, write or store: a student
+    may name a file in bytes that are not UTF-8, which Python holds as lone surrogates that no
+    UTF-8 output takes; those bytes are shown as \\xNN instead. Control characters and invisible
+    marks are shown as \\xNN or \\uNNNN too, so that a name can neither start a line of its own
+    nor hide one."""
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
+    return _UNSHOWN.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)

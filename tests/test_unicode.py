@@ -1,4 +1,4 @@
-"""graders.unicode: lone surrogates out of JSON data, and nothing else touched."""
+"""graders.unicode: lone surrogates out of JSON data, and nothing else touched; names shown safely."""
 from __future__ import annotations
 
 import json
@@ -32,3 +32,18 @@ def test_the_raw_test_finds_any_escaped_surrogate_and_passes_plain_text():
     for spelled in ('{"a": "\\ud800"}', '{"a": "\\uDFFF"}', '{"a": "\\udc80"}'):
         assert unicode.may_hold(spelled) and unicode.may_hold(spelled.encode()), spelled
     assert not unicode.may_hold('{"a": "\\u00e9 plain"}') and not unicode.may_hold(b"{}")
+
+
+def test_a_shown_name_can_neither_start_a_line_nor_hide_one(tmp_path):
+    """A folder named with a newline, a terminal's escape, or a right-to-left override printed a
+    forged SET ASIDE line, or hid the real one, in the instructor's output."""
+    forged = "bo+hw1+t+x\nSET ASIDE alice+hw1+t+y: it claims\x1b[8m\u202eenil\u200b\x85"
+    shown = unicode.shown_name(forged)
+    assert "\n" not in shown and "\x1b" not in shown and "\u202e" not in shown and "\u200b" not in shown
+    assert shown == "bo+hw1+t+x\\x0aSET ASIDE alice+hw1+t+y: it claims\\x1b[8m\\u202eenil\\u200b\\x85"
+    assert unicode.shown_name(shown) == shown                       # shown twice, the same
+    assert unicode.shown_name("café 名前") == "café 名前"             # letters of any script are left as they are
+    from graders.engine import exchange
+    exchange.set_aside(tmp_path, "hw1", forged, "bo", "written by another login")
+    (line,) = exchange.set_aside_lines(tmp_path, "hw1")
+    assert line.startswith("SET ASIDE bo+hw1+t+x\\x0aSET ASIDE") and "\x1b" not in line

@@ -182,13 +182,14 @@ def cmd_serve(args) -> int:
 
     from graders.engine.exchange import set_aside_lines
     from graders.engine.serve import Service, history
+    from graders.unicode import shown_name
     root = contract.course_root(args.course)
     if args.history:
         for assignment in args.assignment:
             for student, attempt in history(root, assignment):
                 score = "" if attempt.score is None else f"{attempt.score:g}/{attempt.max_score:g}"
-                print(f"{assignment}  {student:<16} {attempt.timestamp:<34} {attempt.state:<8} {score:>9}  "
-                      f"{attempt.why[:80]}")
+                print(shown_name(f"{assignment}  {student:<16} {attempt.timestamp:<34} {attempt.state:<8} "
+                                 f"{score:>9}  {attempt.why[:80]}"))
             for line in set_aside_lines(root, assignment):      # kept apart from every student's history
                 print(f"{assignment}  {line}")
         return 0

@@ -592,7 +592,7 @@ class CheckedCollect(ExchangeCollect):
                 continue
             if why:
                 if set_aside(root, assignment, name, parts[0], why):
-                    self.log.warning("set aside %s: %s", name, why)
+                    self.log.warning("set aside %s: %s", shown_name(name), why)
                 continue
             try:
                 info = os.lstat(path)
@@ -640,12 +640,12 @@ class CheckedCollect(ExchangeCollect):
                 fresher = self.update and (handed_in is None or rec["timestamp"] > naive_utc(handed_in))
                 other = self.before_duedate and (existing and naive_utc(existing)) != rec["claimed"]
                 if not (fresher or other):
-                    self.log.info(f"No newer submission to collect: {student} {assignment}")
+                    self.log.info(f"No newer submission to collect: {shown_name(student)} {assignment}")
                     continue
                 shutil.rmtree(dest)
-                self.log.info(f"Updating submission: {student} {assignment}")
+                self.log.info(f"Updating submission: {shown_name(student)} {assignment}")
             else:
-                self.log.info(f"Collecting submission: {student} {assignment}")
+                self.log.info(f"Collecting submission: {shown_name(student)} {assignment}")
             try:
                 os.makedirs(os.path.dirname(dest), exist_ok=True)
                 self.copy_one(os.path.join(self.inbound_path, rec["filename"]), dest, rec["owner"])
@@ -662,7 +662,7 @@ class CheckedCollect(ExchangeCollect):
         left_out = safe_copy(src, dest, ignore, max_bytes=1000 * self.coursedir.max_dir_size,
                              owner=None if owner == os.geteuid() else owner)
         for line in left_out:
-            self.log.warning("%s: left out %s", os.path.basename(src), line)
+            self.log.warning("%s: left out %s", shown_name(os.path.basename(src)), line)
         return self.check_time(os.path.basename(src), Path(dest), left_out.changed)
 
     def check_time(self, folder: str, dest: Path, changed: float) -> str:

@@ -279,7 +279,7 @@ class Service:
 
     def say(self, text: str) -> None:
         if self.out is not None:
-            print(text, file=self.out, flush=True)
+            print(shown_name(text), file=self.out, flush=True)    # no student's name starts a line or hides one
 
     # -------------------------------------------------------------- set-up
     def _prepare(self):

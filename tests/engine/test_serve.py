@@ -518,6 +518,13 @@ def test_a_submission_removed_before_it_is_taken_or_a_failure_to_admit_it_stops_
         in service.out.getvalue()
 
 
+def test_what_the_service_says_is_one_line_whatever_a_student_named_their_folder():
+    import io
+    service = serve.Service(Path("."), [ASSIGNMENT], out=io.StringIO())
+    service.say(f"mallory\nalice {ASSIGNMENT}: 4/4\x1b[8m in 1.0 s")
+    assert service.out.getvalue() == f"mallory\\x0aalice {ASSIGNMENT}: 4/4\\x1b[8m in 1.0 s\n"
+
+
 def test_instant_feedback_names_the_check_but_no_direction():
     """Instant lines keep the failed check and the declared mistake; batch lines keep their hints."""
     from graders.engine import grading
