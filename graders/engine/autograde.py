@@ -68,6 +68,8 @@ from graders.sandbox.zygote import Limits, Zygote
 if TYPE_CHECKING:
     from typing import Unpack
 
+SET_ASIDE_SHOWN = 20       # set-aside submissions the summary names; anyone can make thousands
+
 
 class Options(TypedDict, total=False):
     """`autograde`'s keyword parameters, each with its type; `DEFAULTS` holds what an absent one is."""
@@ -152,7 +154,7 @@ def _grade_course(root: Path, assignment: str, options: Options, zygote, started
     report.time_limits = {name: (for_notebook(limits, seconds).notebook_seconds, seconds is not None
                                  and seconds < limits.notebook_seconds)
                           for name, seconds in course.time_limits.items()}
-    report.set_aside = set_aside_lines(root, assignment) + retimed_lines(root, assignment)
+    report.set_aside = set_aside_lines(root, assignment, most=SET_ASIDE_SHOWN) + retimed_lines(root, assignment)
     close_course(root, course.db_url)      # and warns, once, when other accounts can reach the course
     everyone = discover(course)
     if options["students"] is not None:

@@ -212,11 +212,16 @@ def read_set_aside(root: Path, assignment: str) -> list[SetAside]:
     return list(entries.values())
 
 
-def set_aside_lines(root: Path, assignment: str) -> list[str]:
-    """The ledger as the summaries print it: one line a refused submission."""
-    return [f"SET ASIDE {shown_name(e.folder)}: {shown_name(e.why)}; not collected, graded or served as "
-            f"{shown_name(e.claimed)}"
-            for e in sorted(read_set_aside(root, assignment), key=lambda e: e.seen)]
+def set_aside_lines(root: Path, assignment: str, most: int | None = None) -> list[str]:
+    """The ledger as the summaries print it: one line a refused submission, in the order they were
+    refused; with `most`, the first `most` and a line counting the rest (anyone can make thousands)."""
+    entries = sorted(read_set_aside(root, assignment), key=lambda e: e.seen)
+    lines = [f"SET ASIDE {shown_name(e.folder)}: {shown_name(e.why)}; not collected, graded or served as "
+             f"{shown_name(e.claimed)}" for e in entries[:most]]
+    if most is not None and len(entries) > most:
+        lines.append(f"SET ASIDE: {len(entries) - most} more, listed by `chapter serve --history` and "
+                     "`chapter report`")
+    return lines
 
 
 def retimed_line(entry: Retimed) -> str:

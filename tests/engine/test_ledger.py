@@ -127,3 +127,14 @@ def test_a_submission_without_a_usable_timestamp_is_handed_in_when_its_files_wer
     config.CheckedCollect.trust_student_time = True
     assert exchange.CheckedCollect(coursedir=coursedir, config=config).check_time(f"bo+{folder[4:]}",
                                                                                  tmp_path / "sub", written) == ""
+
+
+def test_the_summary_names_the_first_set_aside_and_counts_the_rest(tmp_path):
+    """A flood of forged folders is a line each in the ledger, but 20 and a count in a summary."""
+    for i in range(25):
+        exchange.set_aside(tmp_path, "hw1", f"bo+hw1+t+{i:02d}", "bo", "written by another login")
+    lines = exchange.set_aside_lines(tmp_path, "hw1", most=20)
+    assert len(lines) == 21 and lines[0].startswith("SET ASIDE bo+hw1+t+00: written by another login")
+    assert lines[-1] == "SET ASIDE: 5 more, listed by `chapter serve --history` and `chapter report`"
+    assert len(exchange.set_aside_lines(tmp_path, "hw1")) == 25                 # --history: every one
+    assert len(exchange.set_aside_lines(tmp_path, "hw1", most=30)) == 25
