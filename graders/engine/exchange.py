@@ -123,7 +123,11 @@ def hub_courses(login: str) -> set[str]:
     if answer.status_code != 200:
         raise EnrolmentUnknown(f"the hub answered {answer.status_code} for the user {login} "
                                "(the token needs the scope read:users:groups)")
-    groups = answer.json().get("groups")
+    try:
+        shown = answer.json()
+    except ValueError:          # a proxy's error page, say: not the hub's answer
+        shown = None
+    groups = shown.get("groups") if isinstance(shown, dict) else None
     if not isinstance(groups, list):
         raise EnrolmentUnknown(f"the hub did not show {login}'s groups (the token needs read:users:groups)")
     return {g.split("-", 1)[1] for g in groups if isinstance(g, str)

@@ -555,3 +555,17 @@ def test_a_login_the_hub_does_not_enrol_is_set_aside_by_collect_and_serve(users,
         hub.close()
     # a course that does not ask (the default) takes the work of any login of the machine
     assert exchange.enrolment(Config(), COURSE_ID) is None
+
+
+def test_a_hub_answer_that_is_not_the_hubs_json_leaves_enrolment_unknown(monkeypatch):
+    """A proxy's error page answered with 200, or JSON of another shape: nothing is taken, and the
+    instructor is told (a ValueError stopped collect and chapter serve)."""
+    import requests
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "token")
+    monkeypatch.setenv("JUPYTERHUB_API_URL", "http://127.0.0.1:9/hub/api")
+    for body in (b"<html>502 Bad Gateway</html>", b"[1, 2]", b'{"groups": "nbgrader-course"}'):
+        answer = requests.models.Response()
+        answer.status_code, answer._content = 200, body
+        monkeypatch.setattr(requests, "get", lambda *args, answer=answer, **kwargs: answer)
+        with pytest.raises(exchange.EnrolmentUnknown, match="did not show"):
+            exchange.hub_courses("ann")
