@@ -51,8 +51,8 @@ from graders.engine import ledger
 from graders.engine.shared import some
 from graders.unicode import shown_name
 from graders.engine.times import (MAX_DEPTH, MAX_ENTRIES, Retimed, folder_written, naive_utc, read_retimed,
-                                  read_timestamp, retimed_path, submission_time, submitted_at, trusted_moment,
-                                  written_after)
+                                  read_small, read_timestamp, retimed_path, submission_time, submitted_at,
+                                  trusted_moment, written_after)
 
 LEDGER = Path(".chapter") / "set-aside"
 
@@ -247,6 +247,14 @@ def retimed_lines(root: Path, assignment: str) -> list[str]:
 
 
 # ============================================================================ copying
+def holds(copy: Path, folder: Path) -> bool:
+    """Whether `copy` (in submitted/) is a copy of the inbound `folder`: the same
+    submission_secret.txt, which `nbgrader submit` writes anew for each submission. Its times
+    cannot tell: a student's folder name and timestamp.txt may give two different ones."""
+    secret = read_small(copy / "submission_secret.txt", 1024)
+    return secret is not None and secret == read_small(folder / "submission_secret.txt", 1024)
+
+
 class Copied(list):
     """What a copy left out, one line each; and `changed`, the latest change time (st_ctime) of
     what it copied: when the submission was last written, which its writer cannot set back."""
@@ -642,6 +650,9 @@ class CheckedCollect(ExchangeCollect):
         for rec in self.src_records:
             student = rec["username"]
             dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment)
+            if os.path.isdir(dest) and holds(Path(dest), Path(self.inbound_path) / rec["filename"]):
+                self.log.info(f"No newer submission to collect: {shown_name(student)} {assignment}")
+                continue
             if os.path.isdir(dest):
                 said = read_timestamp(Path(dest))
                 existing = submission_time(said)[0]         # as its student named it: the same submission?

@@ -216,3 +216,39 @@ def test_collect_of_a_retimed_submission_is_not_repeated_and_a_later_one_is_take
     (inbound / later / "timestamp.txt").write_text(later.split("+")[2])
     written[later] = due + timedelta(days=2)
     assert collect() == [later]
+
+
+@pytest.mark.parametrize("trait", ["update", "before_duedate"])
+def test_a_submission_already_collected_is_known_by_its_secret_not_by_its_times(tmp_path, monkeypatch, trait):
+    """Its folder's name and its timestamp.txt give two different times: collect compared the two
+    and copied the same submission again on every run. The same submission_secret.txt says it is
+    the one submitted/ holds; a new submission (a new secret) is still taken."""
+    import logging
+    import shutil
+
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    from graders.engine import exchange
+    due = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
+    name = _named("ann", due - timedelta(hours=1), "a")
+    inbound = _inbound(tmp_path, {name: due - timedelta(hours=2)}, monkeypatch)
+    (inbound / name / "timestamp.txt").write_text(f"{due - timedelta(hours=2):%Y-%m-%d %H:%M:%S.%f} UTC")
+    (inbound / name / "submission_secret.txt").write_text("a" * 32)
+    config = Config()
+    setattr(config.CheckedCollect, trait, True)
+
+    def collect() -> list[str]:
+        coursedir = CourseDirectory(root=str(tmp_path), config=config)
+        coursedir.assignment_id = "hw1"
+        app = exchange.CheckedCollect(coursedir=coursedir, config=config, log=logging.getLogger("collect"))
+        app.inbound_path, app.duedate = str(inbound), exchange.naive_utc(due)
+        copied = []
+        app.copy_one = lambda src, dest, owner: copied.append(os.path.basename(src)) or shutil.copytree(src, dest)
+        app.src_records = app.choose(app.records())
+        app.copy_files()
+        return copied
+    assert collect() == [name]
+    assert collect() == []
+    (inbound / name / "submission_secret.txt").write_text("b" * 32)     # another submission in its place
+    assert collect() == [name]
