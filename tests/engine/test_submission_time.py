@@ -138,7 +138,10 @@ def _inbound(tmp_path, folders, monkeypatch):
     return inbound
 
 
-def _chosen(tmp_path, inbound, due, **traits) -> list[str]:
+def _collector(tmp_path, inbound, due, **traits):
+    """CheckedCollect of hw1 from `inbound`, due at `due`, with these CheckedCollect traits."""
+    import logging
+
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
 
@@ -146,10 +149,24 @@ def _chosen(tmp_path, inbound, due, **traits) -> list[str]:
     config = Config()
     for trait, value in traits.items():
         setattr(config.CheckedCollect, trait, value)
-    coursedir = CourseDirectory(root=str(tmp_path))
+    coursedir = CourseDirectory(root=str(tmp_path), config=config)
     coursedir.assignment_id = "hw1"
-    app = exchange.CheckedCollect(coursedir=coursedir, config=config)
+    app = exchange.CheckedCollect(coursedir=coursedir, config=config, log=logging.getLogger("collect"))
     app.inbound_path, app.duedate = str(inbound), exchange.naive_utc(due)
+    return app
+
+
+def _collected(app, copy_one) -> list[str]:
+    """The inbound folders one run of `app` copies, each with `copy_one(src, dest)`."""
+    copied = []
+    app.copy_one = lambda src, dest, owner: copied.append(os.path.basename(src)) or copy_one(src, dest)
+    app.src_records = app.choose(app.records())
+    app.copy_files()
+    return copied
+
+
+def _chosen(tmp_path, inbound, due, **traits) -> list[str]:
+    app = _collector(tmp_path, inbound, due, **traits)
     return sorted(record["filename"] for record in app.choose(app.records()))
 
 
@@ -178,11 +195,7 @@ def test_collect_chooses_by_when_a_submission_was_written_not_by_the_time_in_its
 def test_collect_of_a_retimed_submission_is_not_repeated_and_a_later_one_is_taken(tmp_path, monkeypatch):
     """With --update, a backdated submission collected once (and retimed) is not collected again on
     each run; a submission written after it is taken, though its name gives an earlier time still."""
-    import logging
     import shutil
-
-    from nbgrader.coursedir import CourseDirectory
-    from traitlets.config import Config
 
     from graders.engine import exchange
     due = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
@@ -190,24 +203,14 @@ def test_collect_of_a_retimed_submission_is_not_repeated_and_a_later_one_is_take
     written = {first: due + timedelta(days=1)}
     inbound = _inbound(tmp_path, written, monkeypatch)
     monkeypatch.setattr(exchange, "folder_written", lambda path: written[Path(path).name].timestamp())
-    config = Config()
-    config.CheckedCollect.update = True
 
     def collect() -> list[str]:
-        coursedir = CourseDirectory(root=str(tmp_path), config=config)
-        coursedir.assignment_id = "hw1"
-        app = exchange.CheckedCollect(coursedir=coursedir, config=config, log=logging.getLogger("collect"))
-        app.inbound_path, app.duedate = str(inbound), exchange.naive_utc(due)
-        copied = []
+        app = _collector(tmp_path, inbound, due, update=True)
 
-        def copy_one(src, dest, owner):       # as safe_copy would, with the folder's change time
+        def copy_one(src, dest):       # as safe_copy would, with the folder's change time
             shutil.copytree(src, dest)
-            copied.append(os.path.basename(src))
             return app.check_time(os.path.basename(src), Path(dest), written[os.path.basename(src)].timestamp())
-        app.copy_one = copy_one
-        app.src_records = app.choose(app.records())
-        app.copy_files()
-        return copied
+        return _collected(app, copy_one)
 
     (inbound / first / "timestamp.txt").write_text(first.split("+")[2])
     assert collect() == [first]
@@ -223,31 +226,15 @@ def test_a_submission_already_collected_is_known_by_its_secret_not_by_its_times(
     """Its folder's name and its timestamp.txt give two different times: collect compared the two
     and copied the same submission again on every run. The same submission_secret.txt says it is
     the one submitted/ holds; a new submission (a new secret) is still taken."""
-    import logging
     import shutil
-
-    from nbgrader.coursedir import CourseDirectory
-    from traitlets.config import Config
-
-    from graders.engine import exchange
     due = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
     name = _named("ann", due - timedelta(hours=1), "a")
     inbound = _inbound(tmp_path, {name: due - timedelta(hours=2)}, monkeypatch)
     (inbound / name / "timestamp.txt").write_text(f"{due - timedelta(hours=2):%Y-%m-%d %H:%M:%S.%f} UTC")
     (inbound / name / "submission_secret.txt").write_text("a" * 32)
-    config = Config()
-    setattr(config.CheckedCollect, trait, True)
 
     def collect() -> list[str]:
-        coursedir = CourseDirectory(root=str(tmp_path), config=config)
-        coursedir.assignment_id = "hw1"
-        app = exchange.CheckedCollect(coursedir=coursedir, config=config, log=logging.getLogger("collect"))
-        app.inbound_path, app.duedate = str(inbound), exchange.naive_utc(due)
-        copied = []
-        app.copy_one = lambda src, dest, owner: copied.append(os.path.basename(src)) or shutil.copytree(src, dest)
-        app.src_records = app.choose(app.records())
-        app.copy_files()
-        return copied
+        return _collected(_collector(tmp_path, inbound, due, **{trait: True}), shutil.copytree)
     assert collect() == [name]
     assert collect() == []
     (inbound / name / "submission_secret.txt").write_text("b" * 32)     # another submission in its place
