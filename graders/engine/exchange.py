@@ -154,11 +154,11 @@ def admission(folder: Path, claimed: str, enrolled=None) -> tuple[str, str]:
     The instructor's own folders are taken as they are; EnrolmentUnknown when the hub cannot say;
     FileNotFoundError when the folder is gone."""
     try:
-        info = os.lstat(folder)      # looked at once: a second look may find it gone
+        info = os.lstat(folder)      # looked at once: a second look may find it gone, or another
     except FileNotFoundError:
         raise
-    except OSError:
-        info = None
+    except OSError as exc:
+        return f"the submission cannot be read ({exc.strerror})", ""
     forged = refusal(folder, claimed, info)
     if forged or enrolled is None or info.st_uid == os.geteuid():
         return forged, ""

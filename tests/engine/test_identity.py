@@ -254,6 +254,19 @@ def test_a_folder_its_writer_removes_while_collect_looks_is_passed_over_not_set_
     monkeypatch.setattr(exchange, "admission", removed_meanwhile)
     assert [r["username"] for r in app.records()] == ["cy"]
     assert exchange.read_set_aside(tmp_path, "hw1") == []
+    # a folder that cannot be looked at once, and can the next time: refused, on the first look
+    monkeypatch.undo()
+    real_lstat, looks = os.lstat, []
+
+    def once_unreadable(path, *args, **kwargs):
+        if str(path).endswith("+c") and not looks:
+            looks.append(path)
+            raise PermissionError(13, "Permission denied")
+        return real_lstat(path, *args, **kwargs)
+    monkeypatch.setattr(os, "lstat", once_unreadable)
+    why = exchange.admission(inbound / f"cy+hw1+{stamp}+c", "cy", enrolled=lambda login: "")
+    monkeypatch.undo()
+    assert why == ("the submission cannot be read (Permission denied)", "")
 
 
 def test_a_submission_that_fails_to_copy_is_named_and_the_others_are_collected(tmp_path, caplog):
