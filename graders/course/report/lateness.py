@@ -114,8 +114,9 @@ def _read(gb, root, assignment: str) -> Lateness:
             notes.append(f"extension of {_hours(sub.extension):g} h")
         if late and not penalty:
             notes.append("late, no penalty (grace or schedule)")
-        notes += [f"timestamp.txt said {_said(e.claimed)}; files written later" for e in retimed.get(sub.student_id, ()) if (written := _minute(e.moment()))
-                  and written == _minute(sub.timestamp)]
+        notes += [f"timestamp.txt said {_said(e.claimed)}; files written later"
+                  for e in retimed.get(sub.student_id, ())
+                  if (written := _minute(e.moment())) and written == _minute(sub.timestamp)]
         if policy is not None and out.file_due is not None:
             granted = _hours(policy.extensions.get((assignment, sub.student_id)))
             if granted != _hours(sub.extension):
