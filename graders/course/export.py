@@ -38,6 +38,7 @@ from graders.course import deadlines
 from graders.course.deadlines import gradebook_of
 from graders.engine.exchange import private_folder
 from graders.engine.shared import atomic_write
+from graders.unicode import shown_name
 
 LMS = ("canvas", "moodle")
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -145,15 +146,16 @@ def read_grades(root: Path, which: str, roster=()) -> Grades:
         for entry in read_set_aside(Path(root), assignment):
             if not isinstance(entry.claimed, str) or not isinstance(entry.folder, str):
                 continue                   # the ledger is the engine's; an entry it did not write is no one's
-            key = (entry.claimed, assignment)
+            # a folder's name is a student's choice: bytes that are not UTF-8, control characters
+            claimed, folder, why = (shown_name(text) for text in (entry.claimed, entry.folder, str(entry.why)))
+            key = (claimed, assignment)
             if key in grades.scores or key in grades.apart:
-                why = (f"also a set-aside submission naming them ({entry.folder}: {entry.why}); "
-                       f"their graded one is exported")
-                grades.apart.setdefault(key, why)
+                grades.apart.setdefault(key, f"also a set-aside submission naming them ({folder}: {why}); "
+                                             "their graded one is exported")
             else:
-                grades.apart[key] = f"set aside ({entry.folder}): {entry.why}"
-            if entry.claimed not in grades.students:
-                grades.students.append(entry.claimed)
+                grades.apart[key] = f"set aside ({folder}): {why}"
+            if claimed not in grades.students:
+                grades.students.append(claimed)
         for student in grades.students:
             key = (student, assignment)
             if key not in grades.scores and key not in grades.apart:

@@ -91,6 +91,19 @@ def test_set_aside_is_apart_and_cannot_blank_a_grade(course):
     assert "graded one is exported" in apart["ann", "hw2"]
 
 
+def test_a_set_aside_folder_named_in_any_bytes_neither_stops_the_export_nor_writes_raw(course):
+    """A forged folder named in bytes that are not UTF-8 stopped the whole export (UnicodeEncodeError),
+    and one holding ESC or a newline was printed raw in the APART lines."""
+    from graders.engine import exchange
+    exchange.set_aside(course, "hw2", "eve\udcff+hw2+x", "eve\udcff", "written by another login")
+    exchange.set_aside(course, "hw2", "mo\x1b[2J\nFAKE+hw2+y", "mo", "written by another login")
+    written = ex.export(course, "hw2")
+    lines = "\n".join(written.apart_lines)
+    assert "APART eve\\xff hw2: set aside (eve\\xff+hw2+x)" in lines
+    assert "\x1b" not in lines and "mo\\x1b[2J\\x0aFAKE+hw2+y" in lines
+    assert "eve\\xff" in {r["ID"] for r in read(written.export)}
+
+
 def test_hostile_ids_are_neutralised(course):
     written = ex.export(course, "hw1")
     text = written.export.read_text()
