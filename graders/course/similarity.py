@@ -659,8 +659,9 @@ def write(result: Similarity, folder: Path) -> Written:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     page, table = folder / "similarity.html", folder / "similarity.csv"
-    page.write_text(render_html(result), encoding="utf-8")
-    with open(table, "w", newline="") as fh:
+    # a student's file names and metadata may hold bytes that are not UTF-8 (lone surrogates in Python)
+    page.write_text(render_html(result), encoding="utf-8", errors="backslashreplace")
+    with open(table, "w", newline="", encoding="utf-8", errors="backslashreplace") as fh:
         writer = csv.writer(fh)
         writer.writerow(COLUMNS)
         writer.writerows(_row(rank, p) for rank, p in enumerate(result.pairs, 1))

@@ -247,3 +247,24 @@ def test_a_match_across_variants_weighs_more():
     answers.cells["s04"][cell] = answers.cells["s05"][cell] = "answer = 3 * x ** 2\n"   # variants A and B
     pairs = {(p.a, p.b): p for p in compare(answers).pairs}
     assert pairs[("s04", "s05")].symbolic_score > pairs[("s00", "s02")].symbolic_score > 0
+
+
+def test_a_file_name_or_a_grade_id_in_any_bytes_does_not_stop_the_page(tmp_path):
+    """A submission holding a notebook named in bytes that are not UTF-8, or a long solution cell whose
+    grade_id is a lone surrogate: each reaches the page's notes, and the strict write stopped
+    `chapter report` for the class."""
+    import os
+
+    from graders.course.similarity import build_similarity
+    from tests.conftest import copy_course
+    root = copy_course(tmp_path, [])
+    for student in ("ann", "eve", "mo"):
+        (root / "submitted" / student / "hw1").mkdir(parents=True)
+    with open(os.path.join(os.fsencode(root / "submitted" / "eve" / "hw1"), b"\xff.ipynb"), "wb") as fh:
+        fh.write(b"not a notebook")
+    cell = {"cell_type": "code", "source": "x = 1\n" * 6000, "metadata": {"nbgrader": {"solution": True,
+                                                                                       "grade_id": "\ud800"}}}
+    (root / "submitted" / "mo" / "hw1" / "nb-a.ipynb").write_text(json.dumps({"cells": [cell]}))
+    written = build_similarity(root, "hw1", root / "reports" / "hw1")
+    page = written.html.read_text(encoding="utf-8")
+    assert "\\xff" in page or "\\udcff" in page
