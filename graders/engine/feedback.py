@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 
 from graders.engine.shared import some
+from graders.unicode import shown_name
 # the library's sentence: the hidden tests print it too, under plain nbgrader (graders.notebook)
 from graders.feedback import cell_waits, undecided_waits  # noqa: F401
 
@@ -37,13 +38,14 @@ def cell_score(variant: str, score: float, points: float) -> str:
 
 
 def checks_raised(ename: str, points: float) -> str:
-    """The cell's checks raised before any answer could be read."""
-    return f"✗ the checks in this cell raised {ename}, so it scores 0 of {points:g}"
+    """The cell's checks raised before any answer could be read. `ename` is the sandbox's word,
+    the name of a class the student's code may have made: shown, never printed raw."""
+    return f"✗ the checks in this cell raised {shown_name(ename)}, so it scores 0 of {points:g}"
 
 
 def visible_checks_raised(ename: str) -> str:
     """The visible checks stopped on one answer; the others are graded all the same."""
-    return f"✗ the visible checks in this cell raised {ename}; each answer below is graded on its own"
+    return f"✗ the visible checks in this cell raised {shown_name(ename)}; each answer below is graded on its own"
 
 
 def grading_took_too_long(seconds: float) -> str:
@@ -85,7 +87,7 @@ def cell_interrupted(cell: int) -> str:
 
 
 def cell_raised(cell: int, ename: str) -> str:
-    return f"cell {cell} raised {ename[:80]}"
+    return f"cell {cell} raised {shown_name(ename[:80])}"
 
 
 def stopped(status: str, where: str, detail: str) -> str:
@@ -119,7 +121,7 @@ CELL_REASONS = {
 
 
 def cell_reason(kind: str, name: str, detail: str = "") -> str:
-    return CELL_REASONS[kind].format(name=name, detail=detail)
+    return CELL_REASONS[kind].format(name=name, detail=shown_name(detail))
 
 
 def graded_instead(found: str, name: str) -> str:

@@ -53,6 +53,11 @@ def test_the_wording_students_have_seen_is_kept():
     assert feedback.another_notebook("w1", "w2", "") == ("this is not w1: it is the notebook of w2, handed in "
                                                          "as `w1.ipynb`, so it was not graded")
     assert feedback.cell_raised(4, "E" * 100) == "cell 4 raised " + "E" * 80
+    # an exception's name is the student's to choose: it neither clears the screen nor forges a line
+    forged = "E\x1b[2J\nNOT GRADED alice: sandbox failure"
+    for line in (feedback.cell_raised(3, forged), feedback.checks_raised(forged, 2),
+                 feedback.visible_checks_raised(forged), feedback.cell_reason("checks raised", "c1", forged)):
+        assert "\x1b" not in line and "\n" not in line and "E\\x1b[2J\\x0aNOT GRADED" in line, line
     assert feedback.cell_reason("grading too long", "c1", "30 s") == "grading cell 'c1' took longer than 30 s"
     assert feedback.not_in_assignment(["x"]) == "the cell 'x' is not part of this assignment; it runs as ordinary code"
     assert feedback.not_in_assignment([f"c{i}" for i in range(12)]) == (
