@@ -21,10 +21,13 @@ exchange set aside - gets an empty cell, never a 0, and a line in the list apart
 ids.csv maps course ids (the logins nbgrader knows) to the LMS's: columns course_id, lms_id,
 sis_id, section and optionally name and sis_login_id, one student a row. Without it, the course id stands for each.
 
-Every field from a student (ids, names) is hostile: a field a spreadsheet would run as a formula
-(starting with = + - @ or a tab or carriage return) gets a leading apostrophe, as OWASP's "CSV
-Injection" page advises, control characters become spaces, and the csv module quotes commas,
-quotes and the rest.
+Every field from a student (ids, names) is hostile. Control characters and invisible marks
+(bidirectional overrides, zero-width characters) become spaces; then a field a spreadsheet would
+run as a formula (starting, after any spaces, with = + - or @) gets a leading apostrophe, as OWASP's
+"CSV Injection" page advises; and the csv module quotes commas, quotes and the rest.
+
+Without ids.csv, the rows are the gradebook's students. A name known only from a set-aside
+submission (a folder may claim any name) is listed apart, never made a row of the LMS's file.
 """
 from __future__ import annotations
 
@@ -47,8 +50,9 @@ IDS_COLUMNS = ("course_id", "lms_id", "sis_id", "section")
 APART_COLUMNS = ["student", "assignment", "why"]
 MAX_IDS_ROWS = 100_000
 MAX_FIELD = 200                       # characters of an id or a name worth keeping
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_FORMULA_START = ("=", "+", "-", "@")
+# C0 and C1 controls, DEL, and the marks that reorder or hide text (as graders.unicode.shown_name)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 
 
 class ExportError(ValueError):
@@ -57,10 +61,10 @@ class ExportError(ValueError):
 
 def safe_text(value) -> str:
     """A text field a spreadsheet shows as text: no formula, no control character, bounded."""
-    text = "" if value is None else str(value)
-    if text[:1] in _FORMULA_START:
+    text = _CONTROL.sub(" ", "" if value is None else str(value))
+    if text.lstrip(" ")[:1] in _FORMULA_START:   # a spreadsheet may trim the spaces a control became
         text = "'" + text
-    return _CONTROL.sub(" ", text)[:MAX_FIELD]
+    return text[:MAX_FIELD]
 
 
 def number(score: float) -> str:
@@ -86,6 +90,7 @@ class Grades:
     students: list[str]
     scores: dict = field(default_factory=dict)      # (student, assignment) -> float
     apart: dict = field(default_factory=dict)       # (student, assignment) -> why
+    claimed_only: set = field(default_factory=set)  # names only a set-aside submission gives
 
 
 def read_ids(path: Path) -> dict[str, Person]:
@@ -156,9 +161,10 @@ def read_grades(root: Path, which: str, roster=()) -> Grades:
                 grades.apart[key] = f"set aside ({folder}): {why}"
             if claimed not in grades.students:
                 grades.students.append(claimed)
+                grades.claimed_only.add(claimed)
         for student in grades.students:
             key = (student, assignment)
-            if key not in grades.scores and key not in grades.apart:
+            if key not in grades.scores and key not in grades.apart and student not in grades.claimed_only:
                 grades.apart[key] = "no submission"
     return grades
 
@@ -190,7 +196,10 @@ def export(root: Path, which: str, lms: str = "canvas", ids: Path | None = None,
         header = [MOODLE_ID_COLUMN] + [safe_text(a) for a in grades.assignments]
     table, apart, exported = [header], [], 0
     for student in grades.students:
-        person = (people or {}).get(student) if people is not None else Person(student, student, student)
+        if people is not None:
+            person = people.get(student)
+        else:   # the course id stands for the LMS's; a name no graded work bears is no one's row
+            person = None if student in grades.claimed_only else Person(student, student, student)
         unmapped = person is None or (lms == "moodle" and not person.sis_id)
         cells = []
         for assignment in grades.assignments:
@@ -202,6 +211,8 @@ def export(root: Path, which: str, lms: str = "canvas", ids: Path | None = None,
                 exported += 1
             else:
                 cells.append("")
+        if people is None and person is None:
+            continue                    # its set-aside lines, above, are all there is to say
         if unmapped:
             why = "not in the ids file" if person is None else "no sis_id in the ids file (Moodle's ID number)"
             apart.append([student, "all" if which == "all" else which, f"{why}: not exported"])

@@ -84,11 +84,22 @@ def test_set_aside_is_apart_and_cannot_blank_a_grade(course):
         {"folder": "odd", "claimed": {"not": "a name"}, "why": "?", "seen": 3.0}]))
     written = ex.export(course, "hw2")
     rows = {r["ID"]: r for r in read(written.export)}
-    assert rows["dee"]["hw2"] == ""
     assert rows["ann"]["hw2"] != ""                      # a forged claim does not blank ann's grade
     apart = {(r["student"], r["assignment"]): r["why"] for r in read(written.apart)}
     assert apart["dee", "hw2"].startswith("set aside")
     assert "graded one is exported" in apart["ann", "hw2"]
+    # a folder may claim any name: one the gradebook does not know is apart, never a row of the LMS's
+    # file (thousands of forged folders would make thousands of unknown students at the import)
+    assert "dee" not in rows
+    assert [line for line in written.apart_lines if line.startswith("APART dee ")] == [
+        "APART dee hw2: set aside (dee+hw2+2026): written by another login"]
+    # nor is a name that no one bears said to have no submission for the other assignments
+    assert not [line for line in ex.export(course, "all").apart_lines if line.startswith("APART dee hw1")]
+    # on the roster (ids.csv), the same student is a row, with an empty cell
+    ids = course / "ids.csv"
+    ids.write_text("course_id,lms_id\nann,101\ndee,103\n", encoding="utf-8")
+    mapped = {r["ID"]: r for r in read(ex.export(course, "hw2", ids=ids).export)}
+    assert mapped["103"]["hw2"] == "" and mapped["101"]["hw2"] != ""
 
 
 def test_a_set_aside_folder_named_in_any_bytes_neither_stops_the_export_nor_writes_raw(course):
@@ -101,7 +112,8 @@ def test_a_set_aside_folder_named_in_any_bytes_neither_stops_the_export_nor_writ
     lines = "\n".join(written.apart_lines)
     assert "APART eve\\xff hw2: set aside (eve\\xff+hw2+x)" in lines
     assert "\x1b" not in lines and "mo\\x1b[2J\\x0aFAKE+hw2+y" in lines
-    assert "eve\\xff" in {r["ID"] for r in read(written.export)}
+    assert "eve\\xff" not in {r["ID"] for r in read(written.export)}     # a name only the folder gives
+    assert {(r["student"], r["assignment"]) for r in read(written.apart)} >= {("eve\\xff", "hw2")}
 
 
 def test_hostile_ids_are_neutralised(course):
@@ -112,6 +124,19 @@ def test_hostile_ids_are_neutralised(course):
             assert not cell.startswith(("=", "+", "-", "@")), cell
             assert "\n" not in cell
     assert '"bo, ""the"" one"' in text                   # quoted, not split
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("\x01=HYPERLINK(\"http://x\")", "' =HYPERLINK(\"http://x\")"),   # a control before the formula
+    ("\t+1", "' +1"),
+    ("  @SUM(A1)", "'  @SUM(A1)"),
+    ("ann\u202eexe.txt", "ann exe.txt"),        # a bidirectional override reorders what is shown
+    ("b\u200bo\x85b", "b o b"),                  # a zero-width space, and C1's next-line
+    ("Zoë O'Neil-Smith", "Zoë O'Neil-Smith"),    # a name stays as written
+    (None, ""),
+])
+def test_safe_text(text, shown):
+    assert ex.safe_text(text) == shown
 
 
 def test_ids_file_and_moodle(course, tmp_path):
