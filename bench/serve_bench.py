@@ -1,8 +1,8 @@
 """Benchmark: from a submission landing in the exchange to its feedback being fetchable.
 
-    .venv/bin/python bench/serve_bench.py [--repeats 20] [--students 40] [--plain-students 40]
+    .venv/bin/python bench/serve_bench.py [--repeats 20] [--students 40] [--plain-students 40] [--junk 50000]
 
-Three runs on one scratch course with the `worked` assignment released, each timed from
+Four runs, each on a scratch course with the `worked` assignment released, each timed from
 the moment a submission's folder is complete in the exchange's inbound (as `nbgrader submit`
 leaves it: the files, then timestamp.txt, then submission_secret.txt) until the feedback page
 that *Fetch Feedback* looks for exists in the exchange:
@@ -15,6 +15,10 @@ that *Fetch Feedback* looks for exists in the exchange:
   plain    the same burst beside plain nbgrader, collecting, autograding, generating and
            releasing feedback after each submission, one after the other (the only way to
            give feedback on arrival with nbgrader alone), for `--plain-students` students.
+
+  junk     `--junk` folders in inbound that never become complete (one login can make them):
+           the service's own CPU share over 20 s idle, then `--repeats` single submissions
+           beside them (p50, p95), with and without the junk.
 
 Submissions are written straight into inbound, as `nbgrader submit` writes them, so the
 times do not include a student's own nbgrader process. It is not part of the test suite.
@@ -127,6 +131,40 @@ def single(repeats: int) -> list[float]:
             stop(process, log)
 
 
+def own_cpu(pid: int) -> float:
+    """CPU seconds (user and system) of process `pid` itself."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def junk(folders: int, repeats: int, idle: float = 20.0) -> tuple[float, list[float]]:
+    """(the service's CPU share while idle, single-submission times) with `folders` never-complete
+    folders of one login in inbound."""
+    with tempfile.TemporaryDirectory() as tmp:
+        course = course_with(Path(tmp) / "course", ["w1-memory"])
+        inbound = exchange_root(course) / COURSE_ID / "inbound"
+        inbound.mkdir(parents=True, exist_ok=True)
+        handle = os.open(inbound, os.O_RDONLY)
+        try:
+            for i in range(folders):
+                os.mkdir(f"mallory+{ASSIGNMENT}+2026-01-01 00:00:00.000000 UTC+{i}", dir_fd=handle)
+        finally:
+            os.close(handle)
+        process, log = serving(course)
+        try:
+            time.sleep(2.0)
+            before, started = own_cpu(process.pid), time.monotonic()
+            time.sleep(idle)
+            share = (own_cpu(process.pid) - before) / (time.monotonic() - started)
+            times = []
+            for i in range(repeats):
+                secret, landed = land(course, "maria", ["w1-memory"])
+                times += wait_all(course, {i: (secret, ["w1-memory"], landed)}).values()
+            return share, times
+        finally:
+            stop(process, log)
+
+
 def notebooks_of_worked() -> list[str]:
     return sorted(p.stem for p in (ROOT / "solutions" / ASSIGNMENT).glob("*.ipynb"))
 
@@ -185,8 +223,15 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--students", type=int, default=40)
     parser.add_argument("--plain-students", type=int, default=40)
-    parser.add_argument("--skip", nargs="*", default=[], choices=["single", "burst", "plain"])
+    parser.add_argument("--junk", type=int, default=50_000, help="never-complete folders in the junk run")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["single", "burst", "plain", "junk"])
     args = parser.parse_args()
+    if "junk" not in args.skip:
+        for folders in (0, args.junk):
+            share, times = junk(folders, args.repeats)
+            print(f"junk: {folders} never-complete folders in inbound: the idle service used {100 * share:.0f} % "
+                  f"of a core; {len(times)} submissions of w1-memory beside them: p50 {percentile(times, 50):.2f} s, "
+                  f"p95 {percentile(times, 95):.2f} s")
     if "single" not in args.skip:
         times = single(args.repeats)
         print(f"single: {len(times)} submissions of w1-memory: p50 {percentile(times, 50):.2f} s, "

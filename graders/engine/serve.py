@@ -245,6 +245,8 @@ def release_refusal(config, root: Path, assignment: str, folder: str, why: str, 
 
 # ============================================================================ the service
 GONE = "the submission was removed from the exchange before it was collected"
+LOOK_SHARE = 0.2     # at most this share of the service's time goes to looking at inbound
+LOOK_GAP = 0.2       # seconds between two looks while it grades (a worker frees up in seconds)
 
 
 @dataclass
@@ -345,23 +347,36 @@ class Service:
             pool = LocalPool(self.workers or ag.default_workers(), _serve_task,
                              init=functools.partial(task.init_worker, close, runs=self.runs, config=self.config,
                                                     root=self.root))
+            next_look = 0.0
             with pool, Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb, \
                     self._changes() as changes:
                 while not self._stopping:
-                    for folder, student, assignment, timestamp in complete_submissions(
-                            self.inbound, set(self.assignments), known):
-                        known.add((assignment, folder))
-                        # in the turn of the login that wrote it: a flood of forgeries naming
-                        # another student waits behind the forger's own work, not the student's
-                        turn = exchange.submitter(self.inbound / folder, student)
-                        queues.setdefault(turn, deque()).append(_Job(student, assignment, folder, timestamp))
+                    if time.monotonic() >= next_look:
+                        next_look = self._look(known, queues, busy)
                     self._dispatch(queues, busy, pool, zygote)
                     for event in pool.wait(timeout=0.05 if busy else 0):
                         self._finish(gb, event, busy)
                     if not busy and not any(queues.values()):
+                        time.sleep(max(0.0, next_look - time.monotonic()))
                         next(changes)           # sleep until the inbound folder changes (or a second)
         finally:
             zygote.close()
+
+    def _look(self, known, queues, busy) -> float:
+        """Queue the complete submissions inbound holds that are not `known`; return when to look
+        again. Inbound is every student's to fill: folders that never become complete are looked
+        at again on each look, so looking is kept to a share of the service's time (LOOK_SHARE),
+        and while it grades, to one look in LOOK_GAP seconds."""
+        started = time.monotonic()
+        for folder, student, assignment, timestamp in complete_submissions(
+                self.inbound, set(self.assignments), known):
+            known.add((assignment, folder))
+            # in the turn of the login that wrote it: a flood of forgeries naming
+            # another student waits behind the forger's own work, not the student's
+            turn = exchange.submitter(self.inbound / folder, student)
+            queues.setdefault(turn, deque()).append(_Job(student, assignment, folder, timestamp))
+        now = time.monotonic()
+        return now + max(LOOK_GAP if busy else 0.0, (now - started) * (1 - LOOK_SHARE) / LOOK_SHARE)
 
     @contextlib.contextmanager
     def _changes(self):

@@ -381,6 +381,36 @@ def test_a_pass_of_the_loop_looks_only_at_folders_it_has_not_seen(tmp_path, monk
     assert [f for f, *_ in found] == ["bo+practice+t2+b"] and "ann+practice+t1+a" not in looked, looked
 
 
+def test_looking_at_inbound_is_kept_to_a_share_of_the_services_time(tmp_path, monkeypatch):
+    """Folders that never become complete are looked at again on every look: 50,000 of them, from
+    one login, made each look take 0.55 s, and the service looked on every pass of its loop (every
+    0.05 s while it graded). The next look now waits four times as long as this one took, and
+    while the service grades, at least LOOK_GAP."""
+    import io
+    service = serve.Service(tmp_path, [ASSIGNMENT], out=io.StringIO())
+    service.inbound = tmp_path
+    (tmp_path / f"ann+{ASSIGNMENT}+t1+a").mkdir()
+    for file in ("timestamp.txt", "submission_secret.txt"):
+        (tmp_path / f"ann+{ASSIGNMENT}+t1+a" / file).write_text("0" * 32)
+    known, queues = set(), {}
+    before = time.monotonic()
+    quick = service._look(known, queues, busy={})
+    assert quick - before < 0.1                      # a class's inbound: looked at again at once when idle
+    assert [(j.student, j.folder) for q in queues.values() for j in q] == [("ann", f"ann+{ASSIGNMENT}+t1+a")]
+    assert (ASSIGNMENT, f"ann+{ASSIGNMENT}+t1+a") in known
+    assert service._look(known, queues, busy={"x": None}) - time.monotonic() > serve.LOOK_GAP - 0.05
+    real = serve.complete_submissions
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(serve, "complete_submissions", slow)
+    started = time.monotonic()
+    after = service._look(known, queues, busy={})
+    took = time.monotonic() - started
+    assert after - started >= took / serve.LOOK_SHARE - 0.01, (after - started, took)
+
+
 def test_policy_is_read_from_the_config():
     """c.ChapterServe.* in nbgrader_config.py: attempts, interval and which attempt counts."""
     from traitlets.config import Config
