@@ -157,10 +157,16 @@ def _parse_time(text: str):
 
 
 def _handed_in(attempt: Attempt):
-    """The attempt's time as its grade is recorded (UTC, no zone): the student's, or when its folder
-    was last written if that is later by more than times.WRITING_SLACK (as collect retimes it)."""
-    moment, _ = exchange.submission_time(attempt.timestamp)
-    return None if moment is None else exchange.naive_utc(trusted_moment(moment, attempt.written))
+    """The attempt's time as its grade is recorded (UTC, no zone), or None when it has none."""
+    moment, _ = handed_in_at(attempt)
+    return None if moment is None else exchange.naive_utc(moment)
+
+
+def handed_in_at(attempt: Attempt):
+    """(when the attempt was handed in, or None; why not): the student's time, or when its folder was
+    last written if that is later by more than times.WRITING_SLACK (as collect retimes it)."""
+    moment, why = exchange.submission_time(attempt.timestamp)
+    return (None if moment is None else trusted_moment(moment, attempt.written)), why
 
 
 # ============================================================================ the exchange
@@ -437,8 +443,7 @@ class Service:
                 refused = self._admit(job)
             except Exception as exc:  # noqa: BLE001 - one student's submission never stops the service
                 self._set(job, state="failed", why=f"could not be admitted: {exc}"[:300])
-                self.say(f"{shown_name(job.student)} {job.assignment}: NOT GRADED (could not be admitted: "
-                         f"{shown_name(str(exc))[:200]})")
+                self.say(f"{job.student} {job.assignment}: NOT GRADED (could not be admitted: {str(exc)[:200]})")
                 continue
             if refused:
                 continue
@@ -464,12 +469,8 @@ class Service:
         try:
             forged, outsider = exchange.admission(self.inbound / job.folder, job.student, self.enrolled)
         except FileNotFoundError:       # its writer removed it meanwhile: nothing to take or set aside
-            attempts = journal.load(job.student)
-            mine = next((a for a in attempts if a.folder == job.folder), None)
-            if mine is not None:        # queued before a restart
-                mine.state, mine.why, mine.finished = "failed", GONE, time.time()
-                journal.save(job.student, attempts)
-            self.say(f"{shown_name(job.student)} {job.assignment}: not graded ({GONE})")
+            self._set(job, state="failed", why=GONE, finished=time.time())   # if queued before a restart
+            self.say(f"{job.student} {job.assignment}: not graded ({GONE})")
             self._give_back()
             return True
         except exchange.EnrolmentUnknown as exc:   # nothing is taken until the hub can say
@@ -483,8 +484,8 @@ class Service:
             # kept in the set-aside ledger, a line each, and never in the journal of the student it
             # names: a flood of forgeries naming alice neither rewrites her history nor grows it
             if exchange.set_aside(self.root, job.assignment, job.folder, job.student, forged or outsider):
-                self.say(f"SET ASIDE {shown_name(job.folder)}: {forged or outsider}; not collected, graded or "
-                         f"served as {shown_name(job.student)}")
+                self.say(f"SET ASIDE {job.folder}: {forged or outsider}; not collected, graded or "
+                         f"served as {job.student}")
             why = feedback.forged(job.student) if forged else feedback.not_enrolled(self.coursedir.course_id)
             self._tell_refused(job, why)
             self._give_back()
@@ -542,13 +543,14 @@ class Service:
         exchange.close_course(self.root, self.coursedir.db_url)
 
     def _set(self, job: _Job, **changes) -> list[Attempt]:
+        """Change the job's attempt in its student's journal (written only when it holds the attempt)."""
         journal = self.journals[job.assignment]
         attempts = journal.load(job.student)
-        for attempt in attempts:
-            if attempt.folder == job.folder:
-                for name, value in changes.items():
-                    setattr(attempt, name, value)
-        journal.save(job.student, attempts)
+        mine = next((a for a in attempts if a.folder == job.folder), None)
+        if mine is not None:
+            for name, value in changes.items():
+                setattr(mine, name, value)
+            journal.save(job.student, attempts)
         return attempts
 
     def _finish(self, gb, event, busy) -> None:
@@ -600,10 +602,8 @@ class Service:
             return
         run = self.runs[job.assignment]
         # its own time, by which it was counted: submitted/ now holds the newest attempt's timestamp.txt
-        moment, why = exchange.submission_time(stands.timestamp)
-        handed_in = (None if moment is None else trusted_moment(moment, stands.written)), why
         with signals.uninterrupted(), recording(self.root):
-            record_io.record(gb, run.course, result, run.late, handed_in=handed_in)
+            record_io.record(gb, run.course, result, run.late, handed_in=handed_in_at(stands))
             record_io.write_autograded(run.course, result)
 
 

@@ -524,11 +524,14 @@ def test_a_submission_removed_before_it_is_taken_or_a_failure_to_admit_it_stops_
     assert service._admit(serve._Job("maria", ASSIGNMENT, "gone", "2026-03-01 10:00:00.000000 UTC")) is True
     assert service.journals[ASSIGNMENT].load("maria")[0].why == serve.GONE
     assert f"maria {ASSIGNMENT}: not graded ({serve.GONE})" in service.out.getvalue()
+    # one never queued (a forger's, naming ann) leaves ann's journal as it was: none
+    assert service._admit(serve._Job("ann", ASSIGNMENT, "gone2", "2026-03-01 10:00:00.000000 UTC")) is True
+    assert service.journals[ASSIGNMENT].students() == ["maria"]
     with pytest.raises(RuntimeError, match=serve.GONE):
         serve.collect_one(None, tmp_path, ASSIGNMENT, "maria", "gone+folder")
 
     def broken(folder, claimed, enrolled=None):
-        if claimed == "maria":
+        if claimed in ("maria", "ann"):
             raise PermissionError(13, "Permission denied")
         return "", ""
     monkeypatch.setattr(exchange, "admission", broken)
@@ -541,9 +544,11 @@ def test_a_submission_removed_before_it_is_taken_or_a_failure_to_admit_it_stops_
     monkeypatch.setattr(serve.grading, "task_seconds", lambda *args: 1.0)
     pool = SimpleNamespace(has_room=lambda: True, start=lambda *args: [])
     queues = {"maria": serve.deque([serve._Job("maria", ASSIGNMENT, "m", "t")]),
-              "nico": serve.deque([serve._Job("nico", ASSIGNMENT, "n", "t")])}
+              "nico": serve.deque([serve._Job("nico", ASSIGNMENT, "n", "t")]),
+              "ann": serve.deque([serve._Job("ann", ASSIGNMENT, "a", "t")])}
     service._dispatch(serve.OrderedDict(queues), {}, pool, SimpleNamespace(socket_path=""))
     assert taken == ["nico"], service.out.getvalue()
+    assert "ann" not in service.journals[ASSIGNMENT].students()      # no journal made for her failure
     assert f"maria {ASSIGNMENT}: NOT GRADED (could not be admitted: [Errno 13] Permission denied)" \
         in service.out.getvalue()
 
