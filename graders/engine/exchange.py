@@ -66,16 +66,9 @@ def login_of(uid: int) -> str:
         return f"uid {uid}"
 
 
-def refusal(folder: Path, claimed: str, info: os.stat_result | None = None) -> str:
-    """Why the inbound `folder` may not be taken as `claimed`'s submission ("" when it may); `info`,
-    its lstat when the caller has it. FileNotFoundError when it is gone: its writer removed it, and
-    there is nothing to take or to set aside."""
-    try:
-        info = info or os.lstat(folder)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        return f"the submission cannot be read ({exc.strerror})"
+def refusal(info: os.stat_result, claimed: str) -> str:
+    """Why the inbound folder whose lstat is `info` may not be taken as `claimed`'s submission ("" when
+    it may)."""
     if not stat.S_ISDIR(info.st_mode):
         return "the submission is a link or not a folder"
     if info.st_uid == os.geteuid():        # the instructor's own account: a course on one machine
@@ -148,18 +141,20 @@ def enrolment(config, course_id: str):
     return why_not
 
 
-def admission(folder: Path, claimed: str, enrolled=None) -> tuple[str, str]:
+def admission(folder: Path, claimed: str, enrolled=None, info: os.stat_result | None = None) -> tuple[str, str]:
     """(why the inbound `folder` is another login's than `claimed`, why `claimed` is not enrolled
     in the course by `enrolled`, the course's `enrolment` check): both "" when it may be taken.
-    The instructor's own folders are taken as they are; EnrolmentUnknown when the hub cannot say;
+    `info`: the folder's lstat, when the caller has looked (and goes on with what it saw). The
+    instructor's own folders are taken as they are; EnrolmentUnknown when the hub cannot say;
     FileNotFoundError when the folder is gone."""
-    try:
-        info = os.lstat(folder)      # looked at once: a second look may find it gone, or another
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        return f"the submission cannot be read ({exc.strerror})", ""
-    forged = refusal(folder, claimed, info)
+    if info is None:
+        try:
+            info = os.lstat(folder)      # looked at once: a second look may find it gone, or another
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            return f"the submission cannot be read ({exc.strerror})", ""
+    forged = refusal(info, claimed)
     if forged or enrolled is None or info.st_uid == os.geteuid():
         return forged, ""
     return "", enrolled(claimed)
@@ -601,19 +596,21 @@ class CheckedCollect(ExchangeCollect):
             if len(parts) < 3 or parts[1] != assignment or not parts[0] or not fnmatch.fnmatchcase(parts[0], only):
                 continue
             path = os.path.join(self.inbound_path, name)
-            try:
-                why = "".join(admission(Path(path), parts[0], enrolled))
-            except EnrolmentUnknown as exc:
-                self.fail(f"cannot tell who is enrolled in {self.coursedir.course_id}: {exc}")
+            try:        # one look: the owner admitted is the owner the copy holds the folder to
+                info = os.lstat(path)
             except FileNotFoundError:      # removed by its writer meanwhile: nothing to collect
                 continue
+            except OSError as exc:
+                info, why = None, f"the submission cannot be read ({exc.strerror})"
+            try:
+                why = "".join(admission(Path(path), parts[0], enrolled, info)) if info else why
+            except EnrolmentUnknown as exc:
+                self.fail(f"cannot tell who is enrolled in {self.coursedir.course_id}: {exc}")
             if why:
                 if set_aside(root, assignment, name, parts[0], why):
                     self.log.warning("set aside %s: %s", shown_name(name), why)
                 continue
-            try:
-                info = os.lstat(path)
-            except OSError:
+            if not os.path.lexists(path):  # removed by its writer since: nothing to collect
                 continue
             changed = folder_written(Path(path)) or info.st_ctime
             claimed, _ = submission_time(parts[2])

@@ -243,14 +243,14 @@ def test_a_folder_its_writer_removes_while_collect_looks_is_passed_over_not_set_
     app.inbound_path, app.duedate = str(inbound), None
     real = exchange.admission
 
-    def removed_meanwhile(folder, claimed, enrolled=None):
+    def removed_meanwhile(folder, claimed, enrolled=None, info=None):
         if claimed == "ann":                   # gone after the first look
-            found = real(folder, claimed, enrolled)
+            found = real(folder, claimed, enrolled, info)
             os.rmdir(folder)
             return found
         if claimed == "bo":                    # gone before it
             os.rmdir(folder)
-        return real(folder, claimed, enrolled)
+        return real(folder, claimed, enrolled, info)
     monkeypatch.setattr(exchange, "admission", removed_meanwhile)
     assert [r["username"] for r in app.records()] == ["cy"]
     assert exchange.read_set_aside(tmp_path, "hw1") == []

@@ -192,6 +192,32 @@ def test_collect_chooses_by_when_a_submission_was_written_not_by_the_time_in_its
     assert _chosen(tmp_path, inbound, due, before_duedate=True, trust_student_time=True) == [backdated, bo_early]
 
 
+def test_collect_holds_the_copy_to_the_owner_it_admitted(tmp_path, monkeypatch):
+    """Collect admitted a folder by one look at its owner and recorded the owner from a second: a
+    folder swapped for another login's between the two was then copied as that login's (the copy
+    checks the folder it opens against the recorded owner). Now the owner the copy is held to is
+    the one the admitting look saw."""
+    from graders.engine import exchange
+    due = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
+    name = _named("ann", due - timedelta(hours=1), "a")
+    inbound = _inbound(tmp_path, {name: due - timedelta(hours=1)}, monkeypatch)
+    real, looks = os.lstat, []
+
+    def lstat(path, *args, **kwargs):
+        info = real(path, *args, **kwargs)
+        if os.path.basename(path) != name:
+            return info
+        looks.append(path)
+        if len(looks) == 1:
+            return info                        # the look that admits it: the instructor's own folder
+        fields = list(info)
+        fields[4] = 54321                      # any later look: another login's folder
+        return os.stat_result(fields)
+    monkeypatch.setattr(os, "lstat", lstat)
+    records = _collector(tmp_path, inbound, due).records()
+    assert [r["owner"] for r in records] == [os.geteuid()], looks
+
+
 def test_collect_of_a_retimed_submission_is_not_repeated_and_a_later_one_is_taken(tmp_path, monkeypatch):
     """With --update, a backdated submission collected once (and retimed) is not collected again on
     each run; a submission written after it is taken, though its name gives an earlier time still."""
