@@ -183,24 +183,31 @@ def complete_submissions(inbound: Path, assignments: set[str],
     submission_secret.txt: a folder without both is still being written.
     """
     found = []
-    try:
-        entries = sorted(os.scandir(inbound), key=lambda e: e.name)
+    try:        # looked at through its descriptor: no path built per folder (anyone may make thousands)
+        handle = os.open(inbound, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return found
-    for entry in entries:
-        parts = entry.name.rsplit("+", 3)
-        if len(parts) < 3 or not entry.is_dir(follow_symlinks=False):
-            continue
-        student, assignment, timestamp = parts[0], parts[1], parts[2]
-        if assignment not in assignments or not student or (assignment, entry.name) in known:
-            continue
-        secret = Path(entry.path) / "submission_secret.txt"
-        try:
-            if secret.stat().st_size < 16 or not (Path(entry.path) / "timestamp.txt").exists():
+    try:
+        with os.scandir(handle) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+        for entry in entries:
+            parts = entry.name.rsplit("+", 3)
+            if len(parts) < 3 or not entry.is_dir(follow_symlinks=False):
                 continue
-        except OSError:
-            continue
-        found.append((entry.name, student, assignment, timestamp))
+            student, assignment, timestamp = parts[0], parts[1], parts[2]
+            if assignment not in assignments or not student or (assignment, entry.name) in known:
+                continue
+            try:
+                if os.stat(entry.name + "/submission_secret.txt", dir_fd=handle).st_size < 16:
+                    continue
+                os.stat(entry.name + "/timestamp.txt", dir_fd=handle)
+            except OSError:
+                continue
+            found.append((entry.name, student, assignment, timestamp))
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
     return found
 
 
