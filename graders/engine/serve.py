@@ -370,7 +370,7 @@ class Service:
                     for event in pool.wait(timeout=0.05 if busy else 0):
                         self._finish(gb, event, busy)
                     if not busy and not any(queues.values()):
-                        time.sleep(max(0.0, next_look - time.monotonic()))
+                        self._wait_until(next_look)
                         next(changes)           # sleep until the inbound folder changes (or a second)
         finally:
             zygote.close()
@@ -390,6 +390,11 @@ class Service:
             queues.setdefault(turn, deque()).append(_Job(student, assignment, folder, timestamp))
         now = time.monotonic()
         return now + max(LOOK_GAP if busy else 0.0, (now - started) * (1 - LOOK_SHARE) / LOOK_SHARE)
+
+    def _wait_until(self, moment: float) -> None:
+        """Sleep until time.monotonic() reaches `moment`, or the service is stopped (within 0.5 s)."""
+        while not self._stopping and time.monotonic() < moment:
+            time.sleep(min(0.5, max(0.0, moment - time.monotonic())))
 
     @contextlib.contextmanager
     def _changes(self):

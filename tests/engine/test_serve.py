@@ -411,6 +411,12 @@ def test_looking_at_inbound_is_kept_to_a_share_of_the_services_time(tmp_path, mo
     after = service._look(known, queues, busy={})
     took = time.monotonic() - started
     assert after - started >= took / serve.LOOK_SHARE - 0.01, (after - started, took)
+    # the wait for the next look heeds a stop (a huge inbound makes that wait long)
+    import threading
+    threading.Timer(0.2, service.stop).start()
+    started = time.monotonic()
+    service._wait_until(started + 30.0)
+    assert time.monotonic() - started < 2.0
 
 
 def test_policy_is_read_from_the_config():
