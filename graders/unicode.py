@@ -60,7 +60,7 @@ def mend(value):
 
 # what a terminal or a log reader acts on instead of showing: C0 and C1 controls (a newline starts
 # a forged line, ESC a terminal's commands), and the invisible marks that reorder or hide text
-_UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 
 
 def shown_name(name) -> str:
@@ -70,4 +70,4 @@ def shown_name(name) -> str:
     marks are shown as \\xNN or \\uNNNN too, so that a name can neither start a line of its own
     nor hide one."""
     text = os.fsencode(name).decode("utf-8", "backslashreplace")
-    return _UNSHOWN.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+    return UNSHOWN.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)

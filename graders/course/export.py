@@ -41,7 +41,7 @@ from graders.course import deadlines
 from graders.course.deadlines import gradebook_of
 from graders.engine.exchange import private_folder
 from graders.engine.shared import atomic_write
-from graders.unicode import shown_name
+from graders.unicode import UNSHOWN, shown_name
 
 LMS = ("canvas", "moodle")
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -51,8 +51,6 @@ APART_COLUMNS = ["student", "assignment", "why"]
 MAX_IDS_ROWS = 100_000
 MAX_FIELD = 200                       # characters of an id or a name worth keeping
 _FORMULA_START = ("=", "+", "-", "@")
-# C0 and C1 controls, DEL, and the marks that reorder or hide text (as graders.unicode.shown_name)
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 
 
 class ExportError(ValueError):
@@ -61,7 +59,7 @@ class ExportError(ValueError):
 
 def safe_text(value) -> str:
     """A text field a spreadsheet shows as text: no formula, no control character, bounded."""
-    text = _CONTROL.sub(" ", "" if value is None else str(value))
+    text = UNSHOWN.sub(" ", "" if value is None else str(value))   # what shown_name escapes
     if text.lstrip(" ")[:1] in _FORMULA_START:   # a spreadsheet may trim the spaces a control became
         text = "'" + text
     return text[:MAX_FIELD]

@@ -141,6 +141,17 @@ def enrolment(config, course_id: str):
     return why_not
 
 
+def look(folder) -> tuple[os.stat_result | None, str]:
+    """The inbound `folder`'s lstat, taken once (a second look may find it gone, or another), or
+    (None, why it cannot be read). FileNotFoundError when it is gone."""
+    try:
+        return os.lstat(folder), ""
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        return None, f"the submission cannot be read ({exc.strerror})"
+
+
 def admission(folder: Path, claimed: str, enrolled=None, info: os.stat_result | None = None) -> tuple[str, str]:
     """(why the inbound `folder` is another login's than `claimed`, why `claimed` is not enrolled
     in the course by `enrolled`, the course's `enrolment` check): both "" when it may be taken.
@@ -148,12 +159,9 @@ def admission(folder: Path, claimed: str, enrolled=None, info: os.stat_result | 
     instructor's own folders are taken as they are; EnrolmentUnknown when the hub cannot say;
     FileNotFoundError when the folder is gone."""
     if info is None:
-        try:
-            info = os.lstat(folder)      # looked at once: a second look may find it gone, or another
-        except FileNotFoundError:
-            raise
-        except OSError as exc:
-            return f"the submission cannot be read ({exc.strerror})", ""
+        info, why = look(folder)
+        if info is None:
+            return why, ""
     forged = refusal(info, claimed)
     if forged or enrolled is None or info.st_uid == os.geteuid():
         return forged, ""
@@ -597,13 +605,11 @@ class CheckedCollect(ExchangeCollect):
                 continue
             path = os.path.join(self.inbound_path, name)
             try:        # one look: the owner admitted is the owner the copy holds the folder to
-                info = os.lstat(path)
+                info, why = look(path)
+                if info is not None:
+                    why = "".join(admission(Path(path), parts[0], enrolled, info))
             except FileNotFoundError:      # removed by its writer meanwhile: nothing to collect
                 continue
-            except OSError as exc:
-                info, why = None, f"the submission cannot be read ({exc.strerror})"
-            try:
-                why = "".join(admission(Path(path), parts[0], enrolled, info)) if info else why
             except EnrolmentUnknown as exc:
                 self.fail(f"cannot tell who is enrolled in {self.coursedir.course_id}: {exc}")
             if why:
