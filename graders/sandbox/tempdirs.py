@@ -15,16 +15,25 @@ from graders.sandbox.linux import identity
 OWNER_FILE = ".owner"
 
 
-def owned_tempdir(prefix: str) -> str:
+SOCKET_PATH_MAX = 107      # a unix socket's path: sun_path holds 108 bytes, the last one a NUL
+SHORT_BASE = "/tmp"        # where a folder goes when the temp directory is too deep for its sockets
+
+
+def owned_tempdir(prefix: str, room: int = 0) -> str:
     """A new private folder in the temp directory, with its owner (pid and start time) written
-    in it, in `.owner`. (The name stays short: a folder deep in the temp directory must still
-    leave room for the zygote's socket path, at most 107 bytes.)
+    in it, in `.owner`. `room` is the length of the longest path the caller will put under it
+    ("/zygote.sock": a socket's path may be at most 107 bytes); when the temp directory ($TMPDIR)
+    is too deep to leave that room, the folder goes in /tmp instead, so that a deep $TMPDIR
+    never stops grading.
 
     Folders of the same prefix whose owner is gone (killed with SIGKILL, say, so that it
     never removed its own) are removed first.
     """
-    sweep_stale(prefix)
-    path = tempfile.mkdtemp(prefix=prefix)
+    base = tempfile.gettempdir()
+    if room and len(os.fsencode(base)) + len(f"/{prefix}12345678") + room > SOCKET_PATH_MAX:
+        base = SHORT_BASE
+    sweep_stale(prefix, base)
+    path = tempfile.mkdtemp(prefix=prefix, dir=base)
     with open(os.path.join(path, OWNER_FILE + ".new"), "w") as fh:
         fh.write(identity(os.getpid()) or "")
     os.replace(os.path.join(path, OWNER_FILE + ".new"), os.path.join(path, OWNER_FILE))  # read whole or not at all

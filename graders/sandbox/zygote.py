@@ -178,7 +178,7 @@ class Zygote:
         binds = sandbox_binds()
         check_hidden(binds, self.secrets)
         self.python_world_readable = all(map(_world_readable, binds))
-        self.dir = owned_tempdir("chapter-zygote-")
+        self.dir = owned_tempdir("chapter-zygote-", room=len("/zygote.sock"))   # the longest socket's
         os.chmod(self.dir, 0o711)
         os.makedirs(os.path.join(self.dir, "root"))
         scratch = os.path.join(self.dir, "scratch")

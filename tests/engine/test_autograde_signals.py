@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -65,8 +66,10 @@ def test_sigterm_mid_run_cleans_up_and_the_next_run_resumes(course, tmp_path, re
     and the next run (local) resumes and finishes. On a cluster the grading process stops the same
     way; the workers, and their zygotes, are the cluster's and stay up."""
     stop = getattr(signal, how)
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
+    # a temp directory of its own, shallow enough to hold the zygote's socket (a deeper one, such
+    # as pytest's on a worker of its own, sends the zygote to /tmp, where this test would not see it)
+    scratch = Path(tempfile.mkdtemp(prefix="chapter-signals-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(scratch, ignore_errors=True))
     env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "graders.cli", "autograde", ASSIGNMENT, "--course", str(course),
                "--workers", "1", "--no-progress"]
@@ -77,6 +80,8 @@ def test_sigterm_mid_run_cleans_up_and_the_next_run_resumes(course, tmp_path, re
     while not recorded(course) and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.2)
     assert process.poll() is None, "the run ended before it could be stopped"
+    if where == "local":
+        assert list(scratch.glob("chapter-zygote-*")), "the zygote's scratch folder is not where TMPDIR says"
     process.send_signal(stop)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 128 + stop, err

@@ -71,6 +71,28 @@ def test_the_folder_name_leaves_room_for_the_zygotes_socket():
         shutil.rmtree(me)
 
 
+def test_a_temp_directory_too_deep_for_a_socket_does_not_stop_grading(tmp_path, monkeypatch):
+    """$TMPDIR 150 bytes deep: `<folder>/zygote.sock` cannot fit in 107 bytes there, and the zygote
+    could not bind its socket (the sandbox "did not start", and nothing was graded). A folder that
+    must hold a socket now goes in /tmp; one that needs no room stays where $TMPDIR says."""
+    import tempfile
+    from graders.sandbox.zygote import Zygote
+    from tests.sandbox.test_figures import LIMITS, job
+    deep = tmp_path / ("d" * max(1, 150 - len(str(tmp_path))))
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    plain = Path(owned_tempdir(PREFIX))
+    roomy = Path(owned_tempdir(PREFIX, room=len("/zygote.sock")))
+    try:
+        assert plain.parent == deep and roomy.parent == Path("/tmp")
+    finally:
+        shutil.rmtree(plain)
+        shutil.rmtree(roomy)
+    with Zygote(preload=()) as zygote:
+        assert len(os.fsencode(zygote.socket_path)) <= 107, zygote.socket_path
+        assert zygote.run(job("x = 6 * 7\n", ["x"]), LIMITS).status == "ok"
+
+
 def test_a_zygote_whose_grader_is_killed_while_it_preloads_ends_at_once(tmp_path):
     """The grader dies (SIGKILL) seconds before its zygote is ready. The zygote must end then,
     not finish its imports: those write caches (matplotlib's, IPython's) into its scratch folder,
