@@ -14,6 +14,55 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+# ---------------------------------------------------------------------- running on both cores
+# `make test` runs the suite on two workers (pytest-xdist, --dist loadfile): each file stays on
+# one worker (its module fixtures are built once), and the files that share something of the
+# machine's stay together on one worker, one after the other:
+SHARED = {
+    # the session's Dask cluster (a scheduler and two workers with warm zygotes: tens of seconds)
+    "dask": ("engine/test_cluster.py", "engine/test_autograde_signals.py", "course/test_report_engine.py"),
+    # real unix accounts of fixed names (login_for below), which each of these files adds and removes
+    "unix-users": ("engine/test_identity.py", "engine/test_serve.py", "engine/test_submission_time.py"),
+}
+# the longest files start first, so that neither worker is left with one of them at the end
+FIRST = ("test_readme_browser.py", "engine/test_cluster.py", "problems/test_every_problem.py",
+         "engine/test_serve.py", "course/test_gate.py", "course/test_browser.py", "course/test_report.py",
+         "test_readme_paths.py")
+_TOGETHER = {f"tests/{file}": group for group, files in SHARED.items() for file in files}
+
+
+def _unit(nodeid: str) -> str:
+    """What runs on one worker: the test's file, or the group of files it shares the machine with."""
+    file = nodeid.split("::", 1)[0]
+    return _TOGETHER.get(file, file)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile, with the files of a SHARED group as one unit. (xdist's own --dist loadgroup
+    renames the tests' ids, which pytest 9.2's items no longer take.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+    return ByUnit(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """On a worker, the units in FIRST come first (the scheduler hands them out in this order)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+
+    def rank(item) -> int:
+        unit = _unit(item.nodeid)
+        files = SHARED.get(unit, (unit.removeprefix("tests/"),))
+        return min(FIRST.index(f) if f in FIRST else len(FIRST) for f in files)
+    items.sort(key=rank)      # stable: the order within a file is kept
+
+
 def copy_course(into: Path, items: list[str]) -> Path:
     """A scratch course holding only `items` ("assignment/id"), with a one-chapter chapters.toml."""
     shutil.copy(REPO / "nbgrader_config.py", into / "nbgrader_config.py")

@@ -356,14 +356,15 @@ def graded(tmp_path_factory):
     before = sqlite_dump(course / "gradebook.db")
     started = time.monotonic()
     report = ag.autograde(course, ASSIGNMENT, workers=2, limits=LIMITS, progress=False, out=None)
-    elapsed = time.monotonic() - started
+    elapsed, ended = time.monotonic() - started, _uptime()
     # let any daemon that survived wake up and do its damage: it forks while its notebook runs, before
     # that notebook's journal entry is last written, and sleeps 3 s; wait 4 s past that write (once
     # the end of the whole run), not past the end of the run when the notebook was graded early on
     journal = Journal(course_dir.load_course(course, ASSIGNMENT)).path(student("D", "daemon"))
     time.sleep(max(0.0, journal.stat().st_mtime + 4 - time.time()))
     sink.close()
-    yield {"course": course, "report": report, "cls": cls, "sink": sink, "before": before, "elapsed": elapsed}
+    yield {"course": course, "report": report, "cls": cls, "sink": sink, "before": before, "elapsed": elapsed,
+           "ended": ended}
 
 
 def sqlite_dump(path):
@@ -508,7 +509,13 @@ def test_detached_children_die_with_the_sandbox(graded):
     assert not (graded["course"] / "pwned-daemon").exists()
     with sqlite3.connect(graded["course"] / "gradebook.db") as db:
         assert db.execute("select count(*) from grade where auto_score = 99").fetchone() == (0,)
-    survivors = [p for p in os.listdir("/proc") if p.isdigit() and _uid(p) >= UID_BASE]
+    # the daemon's notebook ran as one leased sandbox uid, held by no other notebook while it ran:
+    # none of its processes may outlive it (a later notebook, of this run or of another grader on
+    # the machine, may lease the uid again, but its processes start after the graded run ended)
+    uid = got.layers["monitor"]["uid"]
+    assert uid is not None and uid >= UID_BASE, got.layers
+    survivors = [p for p in os.listdir("/proc") if p.isdigit() and _uid(p) == uid
+                 and _started(p) < graded["ended"]]
     assert survivors == []
     for label in "ABCD":
         assert gradebook_score(graded, f"honest-{label.lower()}", label) == (FULL, FULL)
@@ -519,6 +526,21 @@ def _uid(pid):
         return os.stat(f"/proc/{pid}").st_uid
     except OSError:
         return -1
+
+
+def _uptime() -> float:
+    with open("/proc/uptime") as fh:
+        return float(fh.read().split()[0])
+
+
+def _started(pid) -> float:
+    """When process `pid` started, in seconds since boot (as /proc/uptime counts); +inf if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return float("inf")
+    return int(stat[stat.rfind(b")") + 2:].split()[19]) / os.sysconf("SC_CLK_TCK")
 
 
 @isolated
