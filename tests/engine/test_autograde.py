@@ -27,6 +27,7 @@ from graders.engine import autograde as ag
 from graders import problems, variants
 from graders.engine.scratch import make_course
 from tests.warm_nbgrader import nbgrader
+from graders.sandbox import linux
 from graders.sandbox.zygote import UID_BASE, Limits, Zygote
 from tests.namespaces import namespaces_permitted
 
@@ -514,18 +515,10 @@ def test_detached_children_die_with_the_sandbox(graded):
     # the machine, may lease the uid again, but its processes start after the graded run ended)
     uid = got.layers["monitor"]["uid"]
     assert uid is not None and uid >= UID_BASE, got.layers
-    survivors = [p for p in os.listdir("/proc") if p.isdigit() and _uid(p) == uid
-                 and _started(p) < graded["ended"]]
+    survivors = [p for p in linux.owned_by(uid) if _started(p) < graded["ended"]]
     assert survivors == []
     for label in "ABCD":
         assert gradebook_score(graded, f"honest-{label.lower()}", label) == (FULL, FULL)
-
-
-def _uid(pid):
-    try:
-        return os.stat(f"/proc/{pid}").st_uid
-    except OSError:
-        return -1
 
 
 def _uptime() -> float:
@@ -535,12 +528,8 @@ def _uptime() -> float:
 
 def _started(pid) -> float:
     """When process `pid` started, in seconds since boot (as /proc/uptime counts); +inf if gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return float("inf")
-    return int(stat[stat.rfind(b")") + 2:].split()[19]) / os.sysconf("SC_CLK_TCK")
+    running = linux.identity(pid)     # "pid.start-time", the start time in clock ticks since boot
+    return float("inf") if running is None else int(running.split(".")[1]) / os.sysconf("SC_CLK_TCK")
 
 
 @isolated
