@@ -3,12 +3,15 @@
 Each problem's own test file checks its mathematics against the primary sources;
 here, the contract they share: four variants, checks that are exactly the cells'
 keys, a reference that earns full marks in every variant, and declared mistakes
-that each lose points somewhere with their own feedback (the gate's rule).
+that each lose points somewhere with their own feedback (the gate's rule: `chapter gate`
+applies it to the items chapters list, and this file to the problems none lists yet).
 """
 import pytest
 
 from graders import problems
+from graders.course import contract
 from graders.course.gate import mistake_reasons
+from tests.conftest import REPO
 
 IDS = problems.ids()
 
@@ -30,8 +33,14 @@ def test_reference_gets_full_marks(pid, label):
     assert result.full_marks, result.feedback
 
 
-@pytest.mark.parametrize("pid", IDS)
-def test_declared_mistakes_pass_the_gate_rule(pid):
+# `chapter gate` (the first step of `make test`, and so of CI) applies the rule to every item a
+# chapter lists, draft or published, and fails on any item that breaks it (tests/course/test_gate.py
+# shows it refusing). Here, the rule for the problems no chapter lists yet, which no gate checks.
+GATED = {notebook.split("/")[-1] for chapter in contract.load_chapters(REPO) for notebook in chapter.notebooks}
+
+
+@pytest.mark.parametrize("pid", [pid for pid in IDS if pid not in GATED])
+def test_declared_mistakes_of_a_problem_no_chapter_lists_pass_the_gate_rule(pid):
     assert mistake_reasons(problems.get(pid)) == []
 
 
