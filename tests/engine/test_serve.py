@@ -59,24 +59,59 @@ class Course:
             self.as_student(name, "fetch_assignment", ASSIGNMENT)
         return home
 
-    def as_student(self, name, *args):
+    def as_student(self, name, *args, exchange=None):
         home = self.root / "students" / name
         os.environ["JUPYTERHUB_USER"] = name
         try:   # each student's own submission cache, as on their own server (not the shared HOME's)
-            return nbgrader(*args, *self.exchange, f"--Exchange.cache={home / '.nbgrader_cache'}", cwd=home)
+            return nbgrader(*args, *(exchange or self.exchange), f"--Exchange.cache={home / '.nbgrader_cache'}",
+                            cwd=home)
         finally:
             os.environ.pop("JUPYTERHUB_USER", None)
 
+    def staging(self) -> Path:
+        """An exchange of the course's own beside the real one, on the same file system: what is
+        submitted there reaches no service until it is moved into the real inbound."""
+        staged = self.root / "staging" / COURSE_ID
+        if not staged.exists():
+            (staged / "inbound").mkdir(parents=True)
+            (staged / "outbound").symlink_to(exchange_root(self.root) / COURSE_ID / "outbound")
+        return staged / "inbound"
+
+    def arrive(self, staged: Path, uid: int, name: str | None = None) -> str:
+        """`staged` (a submission folder in staging()) owned by `uid`, then moved into the real inbound
+        whole, as `name` if given: the service never sees it owned by anyone else, as it would if it
+        were made in inbound and handed to `uid` afterwards (it may grade it in between)."""
+        from tests.engine.test_identity import chown_tree
+        chown_tree(staged, uid)
+        name = name or staged.name
+        os.rename(staged, exchange_root(self.root) / COURSE_ID / "inbound" / name)
+        return name
+
+    def forge(self, claimed: str, how: str, uid: int, copies: int = 0) -> list[str]:
+        """`nbgrader submit --student=claimed` of a `how` notebook made by the login `uid`, and
+        `copies` more of that folder: each arrives in inbound already owned by `uid`."""
+        staging = self.staging()
+        self.fill(claimed, how)
+        self.as_student(claimed, "submit", ASSIGNMENT, f"--student={claimed}",
+                        exchange=["--Exchange.root=" + str(staging.parents[1]), f"--CourseDirectory.course_id={COURSE_ID}"])
+        (made,) = [p for p in staging.iterdir() if p.name.startswith(f"{claimed}+")]
+        names = [made.name] + [f"{made.name[:-4]}c{i:03d}" for i in range(copies)]
+        for name in names[1:]:
+            shutil.copytree(made, staging / name, symlinks=True)
+        return [self.arrive(staging / name, uid) for name in names]
+
     def submit(self, name: str, how: str, then=None) -> None:
         """Submit the notebook filled `how`, after `then(path)` changes it further (if given)."""
-        home = self.student(name)
-        fetched = home / ASSIGNMENT / f"{NB}.ipynb"
-        released = nbformat.read(self.root / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4)
-        nbformat.write(released, fetched)            # start from the blank each time
+        self.fill(name, how, then)
+        self.as_student(name, "submit", ASSIGNMENT, f"--student={name}")
+
+    def fill(self, name: str, how: str, then=None) -> None:
+        """The student's fetched notebook, from the blank each time, filled `how` (then `then(path)`)."""
+        fetched = self.student(name) / ASSIGNMENT / f"{NB}.ipynb"
+        nbformat.write(nbformat.read(self.root / "release" / ASSIGNMENT / f"{NB}.ipynb", as_version=4), fetched)
         fill(fetched, how, ROOT)
         if then is not None:
             then(fetched)
-        self.as_student(name, "submit", ASSIGNMENT, f"--student={name}")
 
     def feedback(self, name: str, after: int, timeout: float = 240.0) -> str:
         """The newest feedback the student can fetch, once there are more than `after` of them."""
@@ -223,22 +258,13 @@ def test_a_forged_student_is_refused_and_the_students_own_grade_stands(served):
     from nbgrader.api import Gradebook
     from graders.engine import exchange
     from tests.conftest import login_for, unix_users
-    from tests.engine.test_identity import chown_tree
     served.submit("vera", "correct")
     served.feedback("vera", after=0)
     journal = serve.AttemptJournal(served.root, ASSIGNMENT)._path("vera")
     history = journal.read_bytes()
-    inbound = exchange_root(served.root) / COURSE_ID / "inbound"
     mallory = login_for("mallory")
     with unix_users(mallory) as uids:
-        before = set(os.listdir(inbound))
-        served.submit("vera", "blank")
-        (forgery,) = set(os.listdir(inbound)) - before
-        copies = [f"{forgery[:-4]}c{i:03d}" for i in range(30)]
-        for copy in copies:
-            shutil.copytree(inbound / forgery, inbound / copy)
-        for folder in [forgery] + copies:
-            chown_tree(inbound / folder, uids[mallory])
+        forgery, *copies = served.forge("vera", "blank", uids[mallory], copies=30)
         served.wait_for(lambda: len(exchange.read_set_aside(served.root, ASSIGNMENT)) == 31
                         and served.log().count(f"vera {ASSIGNMENT}: not graded (") >= 31,
                         what="the forgeries' refusals")
@@ -260,9 +286,7 @@ def test_a_folder_named_in_bytes_stops_neither_the_service_nor_anyone_else(serve
     """A submission folder whose name ends in bytes that are not UTF-8 (any login can make one in
     inbound): the file watcher cannot report it, the service says so and polls instead, grades it,
     and the next student's feedback still comes."""
-    import shutil
     from tests.conftest import login_for, unix_users
-    from tests.engine.test_identity import chown_tree
     served.submit("wes", "correct")
     served.feedback("wes", after=0)
     inbound = exchange_root(served.root) / COURSE_ID / "inbound"
@@ -273,8 +297,8 @@ def test_a_folder_named_in_bytes_stops_neither_the_service_nor_anyone_else(serve
     mallory = login_for("mallory")
     claimed = os.fsdecode(b"\xfe" + os.fsencode(own)[len("wes"):])
     with unix_users(mallory) as uids:
-        shutil.copytree(inbound / own, inbound / claimed)
-        chown_tree(inbound / claimed, uids[mallory])
+        shutil.copytree(inbound / own, served.staging() / "claim", symlinks=True)
+        served.arrive(served.staging() / "claim", uids[mallory], name=claimed)
         served.wait_for(lambda: "SET ASIDE \\xfe" in served.log(), what="the claim in bytes set aside")
     served.submit("xena", "correct")
     assert "3 of 3" in visible_text(served.feedback("xena", after=0))
