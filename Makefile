@@ -32,12 +32,10 @@ demo: $(STAMP)
 	$(VENV)/bin/chapter demo
 
 # The suite runs on two workers (pytest-xdist; tests/conftest.py keeps each file, and the files
-# that share a server or real accounts, on one worker). tests/hub runs after, alone: its hub
-# changes the machine (folder modes, accounts) while it runs.
+# that share a server or real accounts, on one worker).
 test: $(STAMP) $(CHP)
 	$(VENV)/bin/chapter gate
-	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder --ignore=tests/hub
-	$(VENV)/bin/pytest tests/hub
+	$(VENV)/bin/pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 gate: $(STAMP)
 	$(VENV)/bin/chapter gate --verbose

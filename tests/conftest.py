@@ -24,8 +24,12 @@ SHARED = {
     # real unix accounts of fixed names (login_for below), which each of these files adds and removes
     "unix-users": ("engine/test_identity.py", "engine/test_serve.py", "engine/test_submission_time.py"),
 }
-# the longest files start first, so that neither worker is left with one of them at the end
-FIRST = ("test_readme_browser.py", "engine/test_cluster.py", "problems/test_every_problem.py",
+# the longest files start first, so that neither worker is left with one of them at the end. The
+# hub's first of all: it waits on its servers and browser more than it computes, so the other
+# worker has a core to itself meanwhile. While it runs, graders/ is its instructor's group's alone
+# (0750) and the folders above the interpreter may be passed through (o+x): a test beside it never
+# reads graders/ as another user (the sandboxes' code is loaded by their zygote, as root).
+FIRST = ("hub/test_hub.py", "test_readme_browser.py", "engine/test_cluster.py", "problems/test_every_problem.py",
          "engine/test_serve.py", "course/test_gate.py", "course/test_browser.py", "course/test_report.py",
          "test_readme_paths.py")
 _TOGETHER = {f"tests/{file}": group for group, files in SHARED.items() for file in files}
