@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
 import time
 
 import pytest
 
 from graders.course import similarity
 from graders.course.similarity import Answers, compare, expressions
-from tests.conftest import code_never_run
+from tests.conftest import REPO, code_never_run
 from tests.course.similarity_class import NOTEBOOKS, class_answers, write_course
 
 
@@ -51,6 +54,24 @@ def test_renamed_code_alone_is_found_by_code_not_by_symbols():
     result = compare(answers)
     assert (result.pairs[0].a, result.pairs[0].b) == (a, b)
     assert result.pairs[0].code_score > 0.6
+
+
+SCORES = """
+from tests.course.similarity_class import class_answers
+from graders.course.similarity import compare
+print([(p.a, p.b, p.code_score, p.score) for p in compare(class_answers(30, copies=((3, 9),))[0]).pairs[:10]])
+"""
+
+
+def test_the_same_class_gets_the_same_scores_in_every_process():
+    """Python salts `hash` per process: the code fingerprints must not depend on it, or each
+    `chapter report` would rank the pairs differently (with copydetect's own hashing, the planted
+    copy's code score ranged from 0.59 to 0.76 over eight seeds)."""
+    runs = [subprocess.run([sys.executable, "-c", SCORES], capture_output=True, text=True, timeout=300,
+                           cwd=REPO, env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO)})
+            for seed in ("1", "4")]
+    assert all(run.returncode == 0 for run in runs), [run.stderr[-2000:] for run in runs]
+    assert runs[0].stdout == runs[1].stdout, (runs[0].stdout[:300], runs[1].stdout[:300])
 
 
 def test_the_release_code_everyone_was_given_is_left_out():
