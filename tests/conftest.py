@@ -23,6 +23,9 @@ SHARED = {
     "dask": ("engine/test_cluster.py", "engine/test_autograde_signals.py", "course/test_report_engine.py"),
     # real unix accounts of fixed names (login_for below), which each of these files adds and removes
     "unix-users": ("engine/test_identity.py", "engine/test_serve.py", "engine/test_submission_time.py"),
+    # every problem's references and declared mistakes in every variant (some train models: minutes,
+    # cold), which each process computes once and remembers (Problem._memo): on one worker, once
+    "every-problem": ("problems/test_every_problem.py", "course/test_cards.py", "problems/test_unit_slips.py"),
 }
 # the longest files start first, so that neither worker is left with one of them at the end. The
 # hub's first of all: it waits on its servers and browser more than it computes, so the other
