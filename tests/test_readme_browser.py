@@ -26,7 +26,7 @@ import nbformat
 import pytest
 
 from tests.course.test_browser import (ARTIFACTS, Lab, browser, formgrader_action, only_student_tools,  # noqa: F401
-                                page, quiet_news, run_menu, shot)
+                                page, quiet_news, shot)
 from tests.course.test_offline_pages import NBCONVERT_MATHJAX, RAW_FORMULAS, offline
 from tests.test_readme_paths import (COURSE_ID, REPO, clean_env, commands, fresh_course, readme_section,
                                      run, steps, student_setup)
@@ -60,10 +60,8 @@ def test_the_students_lab_as_the_readme_sets_it_up(tmp_path, page):  # noqa: F81
 
         page.goto(lab.url("/lab"))
         page.locator(".jp-LabShell").wait_for()
-        only_student_tools(page, "readme-student-01-nbgrader-menu")
-
-        # fetch, as the README's step 4 says
-        run_menu(page, "Nbgrader", "Assignment List")
+        # fetch, as the README's step 4 says: Nbgrader, then Assignment List
+        only_student_tools(page, "readme-student-01-nbgrader-menu", then_open="Assignment List")
         released = page.locator("#released_assignments_list")
         released.locator(".list_item", has_text="worked").get_by_role("button", name="Fetch").click()
         fetched = page.locator("#fetched_assignments_list")
