@@ -40,7 +40,6 @@ import csv
 import difflib
 import hashlib
 import html
-import io
 import json
 import math
 import statistics
@@ -405,7 +404,7 @@ def own_code(source: str, template: str) -> str:
 
 
 def _code_fingerprints(answers: Answers, notes: list, own: dict) -> dict:
-    """{cell: {student: CodeFingerprint}} with the release's code and the class's common idioms left out.
+    """{cell: {student: Fingerprint}} with the release's code and the class's common idioms left out.
 
     `own` is filled with {student: {cell: the code fingerprinted}}."""
     from copydetect.utils import get_token_coverage
@@ -413,7 +412,7 @@ def _code_fingerprints(answers: Answers, notes: list, own: dict) -> dict:
     by_cell = defaultdict(dict)
     boiler, seen = {}, {}
     for cell, template in answers.templates.items():
-        boiler[cell] = np.array(sorted(_fingerprint(template).hashes), dtype=np.int64)
+        boiler[cell] = np.array(list(_fingerprint(template).hashes), dtype=np.int64)
     for student, cells in answers.cells.items():
         for cell, source in cells.items():
             source = own[student][cell] = own_code(source, answers.templates.get(cell, ""))
@@ -447,19 +446,28 @@ def _code_fingerprints(answers: Answers, notes: list, own: dict) -> dict:
     return by_cell
 
 
-def _fingerprint(source: str, boilerplate=None):
+@dataclass(eq=False)     # compared by identity: one fingerprint may stand for many students' same text
+class Fingerprint:
+    """What copydetect's `compare_files` reads of one answer cell (its `CodeFingerprint`'s fields)."""
+    filtered_code: str
+    offsets: object       # numpy array: characters removed by filtering, by position
+    hashes: set
+    hash_idx: dict        # hash -> positions in filtered_code
+    token_coverage: int
+    k: int = K
+
+
+def _fingerprint(source: str, boilerplate=None) -> Fingerprint:
     """copydetect's fingerprint of `source` (its tokenizer, its winnowing), with k-gram hashes that are
     the same in every process, and without the `boilerplate` hashes (wherever they occur).
 
-    copydetect hashes k-grams with Python's `hash`, which each process salts afresh (PYTHONHASHSEED).
-    Winnowing keeps the smallest hash of each window, so which k-grams were kept, and so every score,
-    changed from one `chapter report` to the next: a planted copy's code score ranged from 0.59 to
-    0.76 over eight seeds."""
-    from copydetect import CodeFingerprint
-    from copydetect.utils import get_token_coverage, winnow
+    copydetect's own `CodeFingerprint` hashes k-grams with Python's `hash`, which each process salts
+    afresh (PYTHONHASHSEED). Winnowing keeps the smallest hash of each window, so which k-grams were
+    kept, and so every score, changed from one `chapter report` to the next: a planted copy's code
+    score ranged from 0.59 to 0.76 over eight seeds."""
+    from copydetect.utils import filter_code, get_token_coverage, winnow
     import numpy as np
-    fp = CodeFingerprint("cell.py", K, WINDOW, fp=io.StringIO(source), language="python")
-    code = fp.filtered_code
+    code, offsets = filter_code(source, "cell.py", "python")
     grams = np.array([_kgram_hash(code[i:i + K]) for i in range(len(code) - K + 1)], dtype=np.int64)
     if len(grams):
         hashes, where = winnow(grams, window_size=WINDOW, remove_duplicates=False)
@@ -471,9 +479,7 @@ def _fingerprint(source: str, boilerplate=None):
     positions = defaultdict(list)
     for value, at in zip(hashes.tolist(), where.tolist()):
         positions[value].append(at)
-    fp.hashes, fp.hash_idx = set(positions), dict(positions)
-    fp.token_coverage = get_token_coverage(fp.hash_idx, K, len(code))
-    return fp
+    return Fingerprint(code, offsets, set(positions), dict(positions), get_token_coverage(positions, K, len(code)))
 
 
 def _kgram_hash(gram: str) -> int:
