@@ -48,8 +48,6 @@ class Course:
             fh.write("\n" + policy + "\n")
         nbgrader("generate_assignment", ASSIGNMENT, "--force", cwd=self.root)
         nbgrader("release_assignment", ASSIGNMENT, "--force", cwd=self.root)
-        self.exchange = ["--Exchange.root=" + str(exchange_root(self.root)),
-                         f"--CourseDirectory.course_id={COURSE_ID}"]
         self.service = None
 
     def student(self, name: str) -> Path:
@@ -59,11 +57,13 @@ class Course:
             self.as_student(name, "fetch_assignment", ASSIGNMENT)
         return home
 
-    def as_student(self, name, *args, exchange=None):
+    def as_student(self, name, *args, exchange: Path | None = None):
+        """nbgrader's student command `args`, on the course's exchange (or the one at `exchange`)."""
         home = self.root / "students" / name
         os.environ["JUPYTERHUB_USER"] = name
         try:   # each student's own submission cache, as on their own server (not the shared HOME's)
-            return nbgrader(*args, *(exchange or self.exchange), f"--Exchange.cache={home / '.nbgrader_cache'}",
+            return nbgrader(*args, f"--Exchange.root={exchange or exchange_root(self.root)}",
+                            f"--CourseDirectory.course_id={COURSE_ID}", f"--Exchange.cache={home / '.nbgrader_cache'}",
                             cwd=home)
         finally:
             os.environ.pop("JUPYTERHUB_USER", None)
@@ -92,8 +92,7 @@ class Course:
         `copies` more of that folder: each arrives in inbound already owned by `uid`."""
         staging = self.staging()
         self.fill(claimed, how)
-        self.as_student(claimed, "submit", ASSIGNMENT, f"--student={claimed}",
-                        exchange=["--Exchange.root=" + str(staging.parents[1]), f"--CourseDirectory.course_id={COURSE_ID}"])
+        self.as_student(claimed, "submit", ASSIGNMENT, f"--student={claimed}", exchange=staging.parents[1])
         (made,) = [p for p in staging.iterdir() if p.name.startswith(f"{claimed}+")]
         names = [made.name] + [f"{made.name[:-4]}c{i:03d}" for i in range(copies)]
         for name in names[1:]:
