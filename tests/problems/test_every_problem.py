@@ -2,16 +2,12 @@
 
 Each problem's own test file checks its mathematics against the primary sources;
 here, the contract they share: four variants, checks that are exactly the cells'
-keys, a reference that earns full marks in every variant, and declared mistakes
-that each lose points somewhere with their own feedback (the gate's rule: `chapter gate`
-applies it to the items chapters list, and this file to the problems none lists yet).
+keys, a reference that earns full marks in every variant, and feedback that never
+gives the answer away. (The declared mistakes' rule is the gate's: see below.)
 """
 import pytest
 
 from graders import problems
-from graders.course import contract
-from graders.course.gate import mistake_reasons
-from tests.conftest import REPO
 
 IDS = problems.ids()
 
@@ -33,15 +29,10 @@ def test_reference_gets_full_marks(pid, label):
     assert result.full_marks, result.feedback
 
 
-# `chapter gate` (the first step of `make test`, and so of CI) applies the rule to every item a
-# chapter lists, draft or published, and fails on any item that breaks it (tests/course/test_gate.py
-# shows it refusing). Here, the rule for the problems no chapter lists yet, which no gate checks.
-GATED = {notebook.split("/")[-1] for chapter in contract.load_chapters(REPO) for notebook in chapter.notebooks}
-
-
-@pytest.mark.parametrize("pid", [pid for pid in IDS if pid not in GATED])
-def test_declared_mistakes_of_a_problem_no_chapter_lists_pass_the_gate_rule(pid):
-    assert mistake_reasons(problems.get(pid)) == []
+# The declared mistakes' rule is `chapter gate`'s (the first step of `make test`, and so of CI):
+# it applies it to every item a chapter lists, draft or published, and fails on any item that breaks
+# it (tests/course/test_gate.py shows it refusing). Every registered problem is listed in a chapter
+# (tests/problems/test_registry.py), so the gate checks each one; it is not checked again here.
 
 
 # --- feedback never gives the answer away ---------------------------------------------
