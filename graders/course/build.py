@@ -3,8 +3,9 @@
 Authors write `source/<assignment>/<id>.pct.py` (jupytext's percent format,
 which keeps nbgrader's cell metadata). From it come, in order:
 - `source/<assignment>/<id>.ipynb`, through jupytext;
-- `release/<assignment>/<id>.ipynb`, through `nbgrader generate_assignment`;
-- `solutions/<assignment>/<id>.ipynb`, through `nbgrader generate_solution`
+- `release/<assignment>/<id>.ipynb`, through nbgrader's GenerateAssignment converter (what
+  `nbgrader generate_assignment` runs; run in this process, it writes the same bytes);
+- `solutions/<assignment>/<id>.ipynb`, through its GenerateSolution converter
   (configured to strip hidden tests and not to execute).
 All three are committed, and `check` says where any has drifted from its source.
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-from graders.engine.scratch import assignments, copy_config, make_course, nbgrader
+from graders.engine.scratch import assignments, copy_config, make_course
 from graders.sandbox.tempdirs import owned_scratch
 
 GENERATED = ("release", "solutions")
@@ -162,10 +163,14 @@ def sync_sources(root: Path, write: bool) -> list[str]:
 
 
 def generate(root: Path, course: Path) -> None:
-    """Release and solutions of every assignment, generated inside the scratch `course`."""
+    """Release and solutions of every assignment, generated inside the scratch `course` by
+    nbgrader's converters in this process, as `nbgrader generate_assignment <assignment> --force`
+    and `generate_solution` generate them (tests/course/test_build_inprocess.py: byte for byte),
+    without starting an nbgrader command twice per assignment (about 5 s each). The scratch
+    gradebook is thrown away, so no cell is recorded in it (`files_only`)."""
     for assignment in assignments(course):
-        nbgrader("generate_assignment", assignment, "--force", cwd=course)
-        nbgrader("generate_solution", assignment, "--force", cwd=course)
+        for command in CONVERTERS:
+            nbgrader_inprocess(command, assignment, course, files_only=True)
 
 
 def build(root: Path, write: bool = True, only: list[str] | None = None, cache: bool = True) -> list[str]:

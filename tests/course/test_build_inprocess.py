@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from graders.course.build import GENERATED, alembic_head, build, generate_notebooks, source_texts, sync_sources
+from graders.course.build import (GENERATED, alembic_head, build, generate, generate_notebooks, source_texts,
+                                  sync_sources)
 from graders.engine.scratch import make_course
 from tests.warm_nbgrader import nbgrader
 
@@ -17,9 +18,9 @@ NOTEBOOKS = ["basics/b01-dataset", "practice/p1-loss-scaler", "tds-basics/tds-b1
 
 
 def test_in_process_generation_equals_the_nbgrader_commands(tmp_path):
-    """Release and solution of each notebook, generated in-process one notebook at a time, equal
-    those of `nbgrader generate_assignment` / `generate_solution` run on the assignment (and the
-    committed ones)."""
+    """Release and solution of each notebook, generated in-process one notebook at a time (the
+    drift check) and each assignment whole (`chapter build`), equal those of `nbgrader
+    generate_assignment` / `generate_solution` run on the assignment (and the committed ones)."""
     ids = [nb.split("/")[1] for nb in NOTEBOOKS]
     texts, _ = source_texts(ROOT, only=ids)
     assert sorted(texts) == sorted(NOTEBOOKS)
@@ -29,15 +30,28 @@ def test_in_process_generation_equals_the_nbgrader_commands(tmp_path):
     inprocess = generate_notebooks(ROOT, tmp_path / "inprocess", texts)
 
     assignments = sorted({nb.split("/")[0] for nb in NOTEBOOKS})
-    plain = make_course(ROOT, tmp_path / "plain", only=assignments)
-    for path in plain.glob("source/*/*.ipynb"):   # only these notebooks, each assignment generated whole
-        path.unlink()
-    for notebook in NOTEBOOKS:
-        shutil.copy(ROOT / "source" / f"{notebook}.pct.py", plain / "source" / f"{notebook}.pct.py")
-    sync_sources(plain, write=True)
+
+    def scratch(name):      # only these notebooks, each assignment generated whole
+        course = make_course(ROOT, tmp_path / name, only=assignments)
+        for path in course.glob("source/*/*.ipynb"):
+            path.unlink()
+        for notebook in NOTEBOOKS:
+            shutil.copy(ROOT / "source" / f"{notebook}.pct.py", course / "source" / f"{notebook}.pct.py")
+        sync_sources(course, write=True)
+        return course
+
+    plain = scratch("plain")
     for assignment in assignments:
         nbgrader("generate_assignment", assignment, "--force", cwd=plain)
         nbgrader("generate_solution", assignment, "--force", cwd=plain)
+    # `chapter build`'s generation: each assignment whole, in-process; every file, not only notebooks
+    built = scratch("built")
+    generate(ROOT, built)
+    for label in GENERATED:
+        files = {p.relative_to(plain / label): p.read_bytes() for p in (plain / label).rglob("*") if p.is_file()}
+        assert len(files) >= len(NOTEBOOKS), files.keys()
+        assert {p.relative_to(built / label): p.read_bytes()
+                for p in (built / label).rglob("*") if p.is_file()} == files, label
 
     for notebook in NOTEBOOKS:
         for label in GENERATED:
