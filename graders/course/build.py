@@ -11,7 +11,6 @@ All three are committed, and `check` says where any has drifted from its source.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib
 import inspect
@@ -23,87 +22,11 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-from graders.engine.scratch import assignments, copy_config, make_course
+from graders.engine.scratch import (CONVERTERS, assignments, copy_config, make_course, nbgrader_coursedir,
+                                   nbgrader_inprocess)
 from graders.sandbox.tempdirs import owned_scratch
 
 GENERATED = ("release", "solutions")
-
-CONVERTERS = {"generate_assignment": "GenerateAssignment", "generate_solution": "GenerateSolution"}
-
-
-def nbgrader_inprocess(command: str, assignment: str, course: Path, notebook: str = "*",
-                       files_only: bool = False) -> None:
-    """`nbgrader <command> <assignment> --force [--notebook <notebook>]` run in `course`, in this process.
-
-    The configuration is the one nbgrader's command line loads there: `nbgrader_config.py` from
-    Jupyter's config path, then the course's own file (which wins), so every setting of the
-    course (its solution folder, ClearHiddenTests, the preprocessors) applies as it would.
-    The converter is nbgrader's own, started the way `NbGraderAPI.generate_assignment` starts it.
-    With `files_only` (the drift check, which reads the generated files and throws the scratch
-    gradebook away), `SaveCells` is left out: it only records the cells in the gradebook, and
-    changes nothing in the notebook (a third of the drift check's time).
-    """
-    import nbgrader.converters as converters
-    from nbgrader.preprocessors import SaveCells
-    from nbgrader.utils import capture_log
-
-    coursedir = nbgrader_coursedir(course)
-    coursedir.assignment_id, coursedir.notebook_id = assignment, notebook
-    converter = getattr(converters, CONVERTERS[command])(coursedir=coursedir, parent=coursedir.parent)
-    converter.force = True
-    if files_only:
-        converter.preprocessors = [p for p in converter.preprocessors   # a class, or its name in the config
-                                   if p is not SaveCells and p != "nbgrader.preprocessors.SaveCells"]
-    open_gradebook(coursedir.db_url, coursedir.course_id)
-    result = capture_log(converter)
-    if not result["success"]:
-        tail = "\n".join((result.get("log", "") + result.get("error", "")).splitlines()[-15:])
-        raise RuntimeError(f"nbgrader {command} {assignment} --notebook {notebook} failed:\n{tail}")
-
-
-@functools.lru_cache(maxsize=1)
-def alembic_head() -> str:
-    """The revision `alembic heads` prints first for nbgrader's migrations, read with alembic's
-    own library in this process."""
-    from alembic.config import Config
-    from alembic.script import ScriptDirectory
-    from nbgrader.dbutil import _temp_alembic_ini
-    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
-        return ScriptDirectory.from_config(Config(ini)).get_current_head()
-
-
-def alembic_head_in_process():
-    """While it lasts, nbgrader stamps a new gradebook with `alembic_head()`, read in this process,
-    instead of starting `alembic heads` for it (a new interpreter that costs seconds on a busy machine)."""
-    from unittest import mock
-    return mock.patch("nbgrader.api.get_alembic_version", alembic_head)
-
-
-def open_gradebook(db_url: str, course_id: str) -> None:
-    """Create the gradebook if it does not exist, as nbgrader's Gradebook does, with the schema
-    revision read in this process."""
-    from nbgrader.api import Gradebook
-    with alembic_head_in_process():
-        Gradebook(db_url, course_id).close()
-
-
-def nbgrader_coursedir(course: Path):
-    """nbgrader's CourseDirectory for `course`, under an application holding the configuration
-    nbgrader's command line loads when run there (Jupyter's config path, then the course's file)."""
-    import logging
-
-    from nbgrader.apps.baseapp import NbGrader
-    from nbgrader.coursedir import CourseDirectory
-    from traitlets.config import Application
-    app = NbGrader(log_level=logging.ERROR)
-    Application.load_config_file(app, app.config_file_name, path=[str(course), *app.config_file_paths])
-    coursedir = CourseDirectory(parent=app)
-    if "root" not in app.config.CourseDirectory:   # the command line's default: the folder it runs in
-        coursedir.root = str(course)
-    return coursedir
-
-
-
 
 INCLUDE = re.compile(r"^# chapter: include ([\w.]+)\.(\w+)$", re.MULTILINE)
 

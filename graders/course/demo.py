@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 
-from graders.course.build import alembic_head_in_process
+from graders.engine.scratch import alembic_head_in_process
 from graders.course.contract import course_root, load_chapters
 from graders.course.status import chapter_status, render
 from graders.variants import variant_for

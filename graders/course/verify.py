@@ -20,8 +20,7 @@ from pathlib import Path
 
 import nbformat
 
-from graders.engine.scratch import make_course, nbgrader
-from graders.course.build import nbgrader_inprocess
+from graders.engine.scratch import make_course, nbgrader, nbgrader_inprocess
 
 
 @dataclass

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from graders.course.build import (GENERATED, alembic_head, build, generate, generate_notebooks, source_texts,
-                                  sync_sources)
+from graders.course.build import GENERATED, build, generate, generate_notebooks, source_texts, sync_sources
+from graders.engine.scratch import alembic_head
 from graders.engine.scratch import make_course
 from tests.warm_nbgrader import nbgrader
 
