@@ -24,10 +24,8 @@ SHARED = {
     # real unix accounts of fixed names (login_for below), which each of these files adds and removes
     "unix-users": ("engine/test_identity.py", "engine/test_serve.py", "engine/test_submission_time.py"),
     # every problem's references and declared mistakes in every variant (some train models: minutes,
-    # cold), which each process computes once and remembers (Problem._memo): on one worker, once;
-    # with each problem's own file (tests/problems/<strand>/), which grades the same references
-    "every-problem": ("problems/test_every_problem.py", "course/test_cards.py", "problems/test_unit_slips.py",
-                      "problems/*/test_*.py"),
+    # cold), which each process computes once and remembers (Problem._memo): on one worker, once
+    "every-problem": ("problems/test_every_problem.py", "course/test_cards.py", "problems/test_unit_slips.py"),
 }
 # the longest files start first, so that neither worker is left with one of them at the end. The
 # hub's first of all: it waits on its servers and browser more than it computes, so the other
@@ -37,15 +35,7 @@ SHARED = {
 FIRST = ("hub/test_hub.py", "test_readme_browser.py", "engine/test_cluster.py", "problems/test_every_problem.py",
          "engine/test_serve.py", "course/test_gate.py", "course/test_browser.py", "course/test_report.py",
          "test_readme_paths.py")
-
-
-def shared_files(pattern: str) -> list[str]:
-    """The files (relative to tests/) that an entry of SHARED names: a file, or a glob pattern."""
-    return sorted(str(p.relative_to(REPO / "tests")) for p in (REPO / "tests").glob(pattern) if p.is_file())
-
-
-_TOGETHER = {f"tests/{file}": group for group, patterns in SHARED.items()
-             for pattern in patterns for file in shared_files(pattern)}
+_TOGETHER = {f"tests/{file}": group for group, files in SHARED.items() for file in files}
 
 
 def _unit(nodeid: str) -> str:
