@@ -7,13 +7,16 @@ Assignment or course list; Validate's "Success!" sits beside the notebook's note
 not check; Submit files the work as the README's student.
 
 The instructor's path: from a fresh copy, steps 1-2 run as written (no --force) on two students'
-work submitted as the README's student does; then, with the network unreachable, formgrader's
+work submitted as the README's student does in a terminal (filed under the student's own name;
+`nbgrader generate_assignment` skips the committed release, and `chapter autograde` registers it
+and grades the work); then, with the network unreachable, formgrader's
 Manual Grading shows the gradebook's scores (step 3), its Generate and Release Feedback buttons
 make feedback with no hidden test and no raw formula (step 4), and `chapter status` in the
 instructor's terminal prints the chapter (step 5). Screenshots go to tests/artifacts/.
 """
 from __future__ import annotations
 
+import getpass
 import html
 import re
 import sys
@@ -123,13 +126,21 @@ def submit_as_the_readme_student(course, home, student: str, answer) -> None:
     """README's "A student" set-up with `student` for maria (the README says maria stands for the
     student's course id), then step 7's terminal fetch and submit, with `answer` written between."""
     env, work = student_setup(course, home)
+    assert env["JUPYTERHUB_USER"] == "maria" != getpass.getuser()
     config = home / ".jupyter" / "nbgrader_config.py"
     config.write_text(config.read_text().replace('"maria"', f'"{student}"'))
     env["JUPYTERHUB_USER"] = student
-    fetch, submit = re.findall(r"`(nbgrader (?:fetch_assignment|submit) worked)`", readme_section("A student"))
+    terminal = re.findall(r"`(nbgrader (?:fetch_assignment|submit) worked)`", readme_section("A student"))
+    assert terminal == ["nbgrader fetch_assignment worked", "nbgrader submit worked"], terminal
+    fetch, submit = terminal
     run(fetch, work, env)
-    answer(work / COURSE_ID / "worked" / "w1-memory.ipynb")
+    mine = work / COURSE_ID / "worked" / "w1-memory.ipynb"
+    assert mine.exists(), f"fetch put nothing at {mine}"
+    answer(mine)
     run(submit, work, env)
+    inbound = exchange_root(course) / COURSE_ID / "inbound"
+    assert any(p.name.startswith(f"{student}+worked+") for p in inbound.iterdir()), \
+        f"the exchange did not file the work as {student}: {sorted(p.name for p in inbound.iterdir())}"
 
 
 def the_solution(path) -> None:
@@ -145,16 +156,21 @@ def test_the_instructors_path_as_the_readme_gives_it(tmp_path, page):  # noqa: F
     no hidden test and no raw formula (4); `chapter status` prints the chapter's status (5)."""
     instructor = steps(readme_section("An instructor"))
     release, grade = commands(instructor[1]), commands(instructor[2])
+    assert release[:2] == ["chapter build", "nbgrader generate_assignment worked"], release
+    assert any(c.startswith("chapter autograde worked") for c in grade), grade
     assert not any("--force" in line for line in release + grade), "the README's path needs no --force"
     course = fresh_course(tmp_path / "course")
     env = clean_env()
-    for line in release:
-        run(line, course, env)
+    said = {line: run(line, course, env) for line in release}
+    # the committed release is skipped by nbgrader, and registered by the first chapter autograde
+    assert "Skipping existing assignment" in said["nbgrader generate_assignment worked"]
+    assert (exchange_root(course) / COURSE_ID / "outbound" / "worked" / "w1-memory.ipynb").exists()
     students = {"maria": the_solution, "grace": right_form_wrong_numbers}
     for student, answer in students.items():
         submit_as_the_readme_student(course, tmp_path / student, student, answer)
-    for line in grade:
-        run(line, course, env)
+    said = {line: run(line, course, env) for line in grade}
+    autograde_line = next(c for c in grade if c.startswith("chapter autograde"))
+    assert "gradebook: registered 'worked'" in said[autograde_line], said[autograde_line]
 
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", COURSE_ID) as gb:

@@ -1,10 +1,8 @@
 """The README's instructor and student paths, run from a fresh copy of the course as written.
 
-- The instructor's commands (Workflows -> An instructor, steps 1-2) and the student's config and
-  commands (Workflows -> A student) are read out of README.md and run in order, with no
-  `--force` and nothing added: the work lands in the exchange as the student the README names,
-  and `chapter autograde` grades it although `nbgrader generate_assignment` skipped the
-  committed release.
+- The README read: its sections, steps, code blocks and commands, and the student's machine set up
+  as "A student" says (`student_setup`). tests/test_readme_browser.py runs the instructor's and
+  the student's paths with them, from a fresh copy, as written.
 - The quick start's status block is what `chapter status` prints for the chapters as they are.
 - The course is found from where the instructor stands, not from where `graders` lives.
 - The verdict cache of a copied course is used by the copy.
@@ -13,7 +11,6 @@
 """
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import re
@@ -111,49 +108,6 @@ def student_setup(course: Path, home: Path) -> tuple[dict, Path]:
     work = home / "work"
     work.mkdir(exist_ok=True)
     return env, work
-
-
-# --- the instructor's and the student's paths, end to end ----------------------------------
-
-@pytest.mark.slow
-def test_the_readme_paths_work_as_written_from_a_fresh_copy(tmp_path):
-    """Instructor steps 1-2 and the student's set-up, fetch and submit, exactly as README.md gives
-    them: the submission is filed as the README's student, and `chapter autograde` grades it."""
-    instructor = steps(readme_section("An instructor"))
-    release, grade = commands(instructor[1]), commands(instructor[2])
-    assert release[:2] == ["chapter build", "nbgrader generate_assignment worked"], release
-    assert any(c.startswith("chapter autograde worked") for c in grade), grade
-    assert not any("--force" in c for c in release + grade), "the README's path needs no --force"
-
-    course = fresh_course(tmp_path / "course")
-    env = clean_env()
-    said = {line: run(line, course, env) for line in release}
-    assert "Skipping existing assignment" in said["nbgrader generate_assignment worked"]
-    assert (exchange_root(course) / COURSE_ID / "outbound" / "worked" / "w1-memory.ipynb").exists()
-
-    # the student, on her own machine, with the README's config and commands
-    student_env, work = student_setup(course, tmp_path / "maria")
-    student = student_env["JUPYTERHUB_USER"]
-    assert student == "maria" and student != getpass.getuser()
-    terminal = re.findall(r"`(nbgrader (?:fetch_assignment|submit) worked)`", readme_section("A student"))
-    assert terminal == ["nbgrader fetch_assignment worked", "nbgrader submit worked"], terminal
-    run(terminal[0], work, student_env)
-    mine = work / COURSE_ID / "worked" / "w1-memory.ipynb"
-    assert mine.exists(), f"fetch put nothing at {mine}"
-    shutil.copy(REPO / "solutions" / "worked" / "w1-memory.ipynb", mine)   # her finished work
-    run(terminal[1], work, student_env)
-    inbound = exchange_root(course) / COURSE_ID / "inbound"
-    filed = sorted(p.name.split("+")[0] for p in inbound.iterdir())
-    assert filed == [student], f"the exchange filed the work as {filed}, not as {student}"
-
-    # the instructor collects and grades, as written
-    said = {line: run(line, course, env) for line in grade}
-    autograde_line = next(c for c in grade if c.startswith("chapter autograde"))
-    assert "gradebook: registered 'worked'" in said[autograde_line], said[autograde_line]
-    from nbgrader.api import Gradebook
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", COURSE_ID) as gb:
-        graded = gb.find_submission_notebook("w1-memory", "worked", student)
-        assert graded.max_score > 0 and graded.score == graded.max_score, (graded.score, graded.max_score)
 
 
 @pytest.mark.slow
