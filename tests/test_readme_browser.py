@@ -138,9 +138,6 @@ def submit_as_the_readme_student(course, home, student: str, answer) -> None:
     assert mine.exists(), f"fetch put nothing at {mine}"
     answer(mine)
     run(submit, work, env)
-    inbound = exchange_root(course) / COURSE_ID / "inbound"
-    assert any(p.name.startswith(f"{student}+worked+") for p in inbound.iterdir()), \
-        f"the exchange did not file the work as {student}: {sorted(p.name for p in inbound.iterdir())}"
 
 
 def the_solution(path) -> None:
@@ -166,8 +163,12 @@ def test_the_instructors_path_as_the_readme_gives_it(tmp_path, page):  # noqa: F
     assert "Skipping existing assignment" in said["nbgrader generate_assignment worked"]
     assert (exchange_root(course) / COURSE_ID / "outbound" / "worked" / "w1-memory.ipynb").exists()
     students = {"maria": the_solution, "grace": right_form_wrong_numbers}
+    inbound, submitted = exchange_root(course) / COURSE_ID / "inbound", []
     for student, answer in students.items():
         submit_as_the_readme_student(course, tmp_path / student, student, answer)
+        submitted.append(student)
+        filed = sorted(p.name.split("+")[0] for p in inbound.iterdir())
+        assert filed == sorted(submitted), f"the exchange filed the work as {filed}, not as {student}"
     said = {line: run(line, course, env) for line in grade}
     autograde_line = next(c for c in grade if c.startswith("chapter autograde"))
     assert "gradebook: registered 'worked'" in said[autograde_line], said[autograde_line]
