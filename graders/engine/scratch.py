@@ -83,8 +83,8 @@ def nbgrader_inprocess(command: str, assignment: str, course: Path, notebook: st
     Jupyter's config path, then the course's own file (which wins), so every setting of the
     course (its solution folder, ClearHiddenTests, the preprocessors) applies as it would.
     The converter is nbgrader's own, started the way `NbGraderAPI.generate_assignment` starts it.
-    With `files_only` (the drift check, which reads the generated files and throws the scratch
-    gradebook away), `SaveCells` is left out: it only records the cells in the gradebook, and
+    With `files_only` (the drift check and `chapter build`, which read the generated files and throw
+    the scratch gradebook away), `SaveCells` is left out: it only records the cells in the gradebook, and
     changes nothing in the notebook (a third of the drift check's time).
     """
     import nbgrader.converters as converters

@@ -5,8 +5,7 @@ from pathlib import Path
 import pytest
 
 from graders.course.build import GENERATED, build, generate, generate_notebooks, source_texts, sync_sources
-from graders.engine.scratch import alembic_head
-from graders.engine.scratch import make_course
+from graders.engine.scratch import alembic_head, make_course
 from tests.warm_nbgrader import nbgrader
 
 pytestmark = pytest.mark.slow
@@ -15,6 +14,11 @@ ROOT = Path(__file__).resolve().parents[2]
 # a basics notebook, a practice notebook whose harness is a `# chapter: include`, and one of the
 # second module's
 NOTEBOOKS = ["basics/b01-dataset", "practice/p1-loss-scaler", "tds-basics/tds-b1-sharpness"]
+
+
+def tree(folder: Path) -> dict[Path, bytes]:
+    """{path inside `folder`: its bytes} of every file under `folder`."""
+    return {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
 def test_in_process_generation_equals_the_nbgrader_commands(tmp_path):
@@ -48,10 +52,9 @@ def test_in_process_generation_equals_the_nbgrader_commands(tmp_path):
     built = scratch("built")
     generate(ROOT, built)
     for label in GENERATED:
-        files = {p.relative_to(plain / label): p.read_bytes() for p in (plain / label).rglob("*") if p.is_file()}
+        files = tree(plain / label)
         assert len(files) >= len(NOTEBOOKS), files.keys()
-        assert {p.relative_to(built / label): p.read_bytes()
-                for p in (built / label).rglob("*") if p.is_file()} == files, label
+        assert tree(built / label) == files, label
 
     for notebook in NOTEBOOKS:
         for label in GENERATED:

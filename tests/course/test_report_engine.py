@@ -45,8 +45,8 @@ def kept(db_url: str) -> list[tuple]:
 
 def test_local_and_cluster_grading_keep_the_same_evidence(tmp_path, postgres_db, dask_cluster):
     """Each check's verdict and mistake is kept once, equal on SQLite (local) and PostgreSQL (cluster)."""
-    local = course_with(tmp_path / "local", None, only=demo.NOTEBOOK)
-    remote = course_with(tmp_path / "remote", postgres_db(), only=demo.NOTEBOOK)
+    local = course_with(tmp_path / "local", None, only=[demo.NOTEBOOK])
+    remote = course_with(tmp_path / "remote", postgres_db(), only=[demo.NOTEBOOK])
     submit(local)
     submit(remote)
     ag.autograde(local, ASSIGNMENT, workers=2, progress=False, out=None)

@@ -49,13 +49,11 @@ GRADES = text("""
     JOIN base_cell bc ON g.cell_id = bc.id""")
 
 
-def course_with(into: Path, db_url: str | None, only: str | list[str] | None = None) -> Path:
-    """A scratch course of ASSIGNMENT (its notebook or notebooks `only`, if named) with its gradebook
-    at `db_url`."""
+def course_with(into: Path, db_url: str | None, only: list[str] | None = None) -> Path:
+    """A scratch course of ASSIGNMENT (its notebooks `only`, if named) with its gradebook at `db_url`."""
     course = make_course(ROOT, into, only=[ASSIGNMENT])
-    keep = {only} if isinstance(only, str) else set(only or ())
-    for path in (course / "source" / ASSIGNMENT).glob("*.ipynb") if keep else ():
-        if path.stem not in keep:
+    for path in (course / "source" / ASSIGNMENT).glob("*.ipynb") if only else ():
+        if path.stem not in only:
             path.unlink()
     if db_url:
         with open(course / "nbgrader_config.py", "a") as fh:
